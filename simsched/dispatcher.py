@@ -1,0 +1,62 @@
+"""The scheduler process: when the cluster has room, ask the policy which request goes next.
+
+Before a request reaches the cluster it passes a second KV gate (when admission is enabled): the
+blocks the cluster holds now plus its own must stay within its class's watermark (the
+interactive watermark for class-blind policies). A request shed here records its queue wait.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import simpy
+
+from simsched.gateway import Gateway
+from simsched.lanes import Lanes
+from simsched.policies.base import Policy
+from simsched.quotas import TokenBuckets
+from simsched.recorder import SHED_KV_WATERMARK, Recorder
+from simsched.requests import INTERACTIVE, Request
+
+
+class DispatchGate:
+    def __init__(self, admission, cluster, class_blind: bool) -> None:
+        self.enabled = admission.enabled
+        wm = (admission.interactive_kv_watermark, admission.batch_kv_watermark)
+        self.watermarks = (wm[INTERACTIVE], wm[INTERACTIVE]) if class_blind else wm
+        self.cluster = cluster
+
+    def occupancy_with(self, request: Request) -> float:
+        return (self.cluster.kv_blocks_in_use() + request.kv_blocks) / self.cluster.kv_blocks_total
+
+    def blocks(self, occupancy: float, request: Request) -> bool:
+        return self.enabled and occupancy > self.watermarks[request.lane]
+
+
+def scheduler_process(
+    env: simpy.Environment,
+    policy: Policy,
+    lanes: Lanes,
+    gateway: Gateway,
+    gate: DispatchGate,
+    cluster,
+    buckets: TokenBuckets,
+    recorder: Recorder,
+) -> Generator[simpy.Event, None, None]:
+    while True:
+        gateway.tick(env.now)
+        pick = policy.select(lanes)
+        if pick is None:
+            yield gateway.next_arrival()
+            continue
+        request = lanes.pop(pick.lane, pick.tenant)
+        now = env.now
+        buckets.refill(now)
+        occupancy = gate.occupancy_with(request)
+        wait_ms = max(0.0, now - request.arrival_ms)
+        if gate.blocks(occupancy, request):
+            recorder.shed(request.seq, SHED_KV_WATERMARK, wait_ms, occupancy)
+            continue
+        ttft_ms = wait_ms + cluster.first_token_delay_ms(request)
+        recorder.admitted(request.seq, now, wait_ms, ttft_ms, occupancy)
+        yield cluster.start(request)

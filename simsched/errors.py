@@ -1,0 +1,21 @@
+"""The one error type that reaches users: bad input, named by file and field.
+
+The CLI turns an `InputError` into a single stderr line and exit status 2; anything else is a bug
+and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class InputError(Exception):
+    """A problem with something the user gave us: a scenario, a trace, a flag."""
+
+    def __init__(self, source: str, where: str, message: str) -> None:
+        self.source = source
+        self.where = where
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.source, self.where, self.message) if p]
+        return ": ".join(parts)

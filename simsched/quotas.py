@@ -1,0 +1,43 @@
+"""Per-tenant token buckets in service tokens.
+
+All buckets refill together at each refill instant (one shared clock), as in the reference:
+refilling a bucket in one step or in several gives different floating-point sums, and the
+admission decisions must come out the same as the reference's, request by request.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
+
+class QuotaSpec(Protocol):
+    burst_service_tokens: float
+    sustained_service_tokens_per_sec: float
+
+
+class TokenBuckets:
+    def __init__(self, quotas: Sequence[QuotaSpec | None]) -> None:
+        # A tenant without a quota has a bucket that is always full (an infinite one).
+        self.burst = [float(q.burst_service_tokens) if q else math.inf for q in quotas]
+        self.rate = [float(q.sustained_service_tokens_per_sec) if q else 0.0 for q in quotas]
+        self.level = list(self.burst)
+        self._limited = [i for i, q in enumerate(quotas) if q]
+        self._last_refill_ms = 0.0
+
+    def refill(self, now_ms: float) -> None:
+        dt_sec = max(0.0, (now_ms - self._last_refill_ms) / 1000.0)
+        if dt_sec <= 0.0:
+            return
+        for tenant in self._limited:
+            self.level[tenant] = min(
+                self.burst[tenant], self.level[tenant] + dt_sec * self.rate[tenant]
+            )
+        self._last_refill_ms = now_ms
+
+    def holds(self, tenant: int, tokens: int) -> bool:
+        return self.level[tenant] >= tokens
+
+    def draw(self, tenant: int, tokens: int) -> None:
+        self.level[tenant] = max(0.0, self.level[tenant] - tokens)

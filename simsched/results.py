@@ -1,0 +1,184 @@
+"""Simulation results: per-request and per-tenant frames, and per-variant summaries.
+
+`summary` has exactly the reference's `summarize_outcomes` shape (the golden test compares it
+key by key); SLO verdicts and other additions live beside it, in `slo`. Percentiles are
+nearest-rank: the value at index `ceil(p/100 * n) - 1` of the sorted values.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simsched.recorder import SHED_REASONS, STATUS_OK, Recorder
+from simsched.requests import CLASS_NAMES
+from simsched.scenario import Scenario
+from simsched.workload.table import RequestTable
+
+REQUEST_COLUMNS = [
+    "variant",
+    "request_id",
+    "tenant_id",
+    "priority_class",
+    "status_code",
+    "reason",
+    "service_tokens",
+    "prefill_tokens",
+    "decode_tokens",
+    "kv_blocks",
+    "arrival_ms",
+    "dispatch_ms",
+    "ttft_ms",
+    "queue_wait_ms",
+    "kv_occupancy_ratio",
+]
+
+
+def nearest_rank(values: Any, p: float) -> float:
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    if not len(ordered):
+        return 0.0
+    index = min(len(ordered) - 1, max(0, math.ceil((p / 100.0) * len(ordered)) - 1))
+    return round(float(ordered[index]), 2)
+
+
+@dataclass
+class SimulationResult:
+    scenario: Scenario
+    variants: list[str]
+    requests: pd.DataFrame
+    tenants: pd.DataFrame
+    summaries: dict[str, dict[str, Any]]
+    slo: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"scenario": self.scenario.name, "comparison": self.summaries, "slo": self.slo}
+
+
+def variant_frame(
+    variant: str, scenario: Scenario, table: RequestTable, costs: tuple, recorder: Recorder
+) -> pd.DataFrame:
+    """One row per request, in decision order."""
+    seq = np.asarray(recorder.seq, dtype=np.int64)
+    service_tokens, kv_blocks = costs
+    tenant_ids = np.array([t.id for t in scenario.tenants], dtype=object)
+    return pd.DataFrame(
+        {
+            "variant": variant,
+            "request_id": table.request_id[seq],
+            "tenant_id": tenant_ids[table.tenant[seq]],
+            "priority_class": np.array(CLASS_NAMES, dtype=object)[table.lane[seq]],
+            "status_code": np.asarray(recorder.status_code, dtype=np.int64),
+            "reason": np.asarray(recorder.reason, dtype=object),
+            "service_tokens": service_tokens[seq],
+            "prefill_tokens": table.prefill_tokens[seq],
+            "decode_tokens": table.decode_tokens[seq],
+            "kv_blocks": kv_blocks[seq],
+            "arrival_ms": table.arrival_ms[seq],
+            "dispatch_ms": np.asarray(recorder.dispatch_ms, dtype=np.float64),
+            "ttft_ms": np.asarray(recorder.ttft_ms, dtype=np.float64),
+            "queue_wait_ms": np.asarray(recorder.queue_wait_ms, dtype=np.float64),
+            "kv_occupancy_ratio": np.asarray(recorder.kv_occupancy_ratio, dtype=np.float64),
+            "_seq": seq,
+        }
+    )
+
+
+def summarize(frame: pd.DataFrame) -> dict[str, Any]:
+    """The reference's `summarize_outcomes`, over one variant's rows in decision order."""
+    ok = frame["status_code"].to_numpy() == STATUS_OK
+    interactive = frame["priority_class"].to_numpy() == "interactive"
+    ttft = frame["ttft_ms"].to_numpy()
+    shed_reasons = frame.loc[~ok, "reason"].value_counts(sort=False).to_dict()
+    return {
+        "total_requests": len(frame),
+        "admitted_requests": int(ok.sum()),
+        "shed_429_requests": int((~ok).sum()),
+        "interactive_p50_ttft_ms": nearest_rank(ttft[ok & interactive], 50),
+        "interactive_p99_ttft_ms": nearest_rank(ttft[ok & interactive], 99),
+        "batch_p99_ttft_ms": nearest_rank(ttft[ok & ~interactive], 99),
+        "peak_kv_occupancy_ratio": round(float(frame["kv_occupancy_ratio"].max()), 4)
+        if len(frame)
+        else 0.0,
+        "shed_reasons": {str(k): int(v) for k, v in shed_reasons.items()},
+        "tenants": {tid: _tenant_summary(rows) for tid, rows in sorted(_by_tenant(frame))},
+    }
+
+
+def _by_tenant(frame: pd.DataFrame):
+    return ((str(tid), rows) for tid, rows in frame.groupby("tenant_id", sort=False))
+
+
+def _tenant_summary(rows: pd.DataFrame) -> dict[str, Any]:
+    ok = rows["status_code"].to_numpy() == STATUS_OK
+    ttft = rows["ttft_ms"].to_numpy()[ok]
+    return {
+        "submitted": len(rows),
+        "admitted": int(ok.sum()),
+        "shed_429": int((~ok).sum()),
+        "admitted_service_tokens": int(rows["service_tokens"].to_numpy()[ok].sum()),
+        "p50_ttft_ms": nearest_rank(ttft, 50),
+        "p99_ttft_ms": nearest_rank(ttft, 99),
+    }
+
+
+def tenant_rows(variant: str, scenario: Scenario, frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per-tenant metrics of one variant, in declaration order (every declared tenant)."""
+    total_weight = sum(t.weight for t in scenario.tenants)
+    ok_all = frame["status_code"].to_numpy() == STATUS_OK
+    admitted_tokens = int(frame["service_tokens"].to_numpy()[ok_all].sum())
+    groups = dict(_by_tenant(frame))
+    rows = []
+    for tenant in scenario.tenants:
+        part = groups.get(tenant.id, frame.iloc[0:0])
+        ok = part["status_code"].to_numpy() == STATUS_OK
+        ttft = part["ttft_ms"].to_numpy()[ok]
+        tokens = int(part["service_tokens"].to_numpy()[ok].sum())
+        p99 = nearest_rank(ttft, 99)
+        row = {
+            "variant": variant,
+            "tenant_id": tenant.id,
+            "priority": tenant.priority,
+            "weight": tenant.weight,
+            "submitted": len(part),
+            "admitted": int(ok.sum()),
+            "shed": int((~ok).sum()),
+        }
+        for reason in SHED_REASONS:
+            row[reason] = int((part["reason"].to_numpy() == reason).sum())
+        row |= {
+            "admitted_service_tokens": tokens,
+            "service_share": round(tokens / admitted_tokens, 4) if admitted_tokens else 0.0,
+            "weight_share": round(tenant.weight / total_weight, 4),
+            "p50_ttft_ms": nearest_rank(ttft, 50),
+            "p90_ttft_ms": nearest_rank(ttft, 90),
+            "p99_ttft_ms": p99,
+            "p99_queue_wait_ms": nearest_rank(part["queue_wait_ms"].to_numpy()[ok], 99),
+            "peak_kv_occupancy_ratio": round(float(part["kv_occupancy_ratio"].max()), 4)
+            if len(part)
+            else 0.0,
+            "slo_met": _tenant_slo_met(tenant, p99, ok.sum(), scenario),
+        }
+        rows.append(row)
+    return rows
+
+
+def _tenant_slo_met(tenant, p99: float, admitted: int, scenario: Scenario) -> bool | None:
+    """Interactive tenants are held to the interactive TTFT SLO; batch tenants have none yet."""
+    if tenant.priority != "interactive":
+        return None
+    return bool(admitted == 0 or p99 <= scenario.slo.interactive_ttft_ms)
+
+
+def slo_verdict(scenario: Scenario, summary: dict[str, Any], tenants: list[dict]) -> dict[str, Any]:
+    limit = scenario.slo.interactive_ttft_ms
+    return {
+        "interactive_ttft_ms": limit,
+        "interactive_p99_ttft_ms": summary["interactive_p99_ttft_ms"],
+        "met": summary["interactive_p99_ttft_ms"] <= limit,
+        "tenants": {row["tenant_id"]: row["slo_met"] for row in tenants},
+    }

@@ -1,0 +1,149 @@
+"""Scenario models: immutable, validated descriptions of a study (no SimPy, no pandas here).
+
+Every key is part of the scenario-file contract (docs/scenario.md); every default is the
+reference study's value. Models forbid unknown keys so that a typo is an error, not a silently
+ignored setting.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from simsched.policies import POLICIES
+
+PriorityClass = Literal["interactive", "batch"]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class Quota(Model):
+    """A token bucket in service tokens: it starts full and refills continuously."""
+
+    burst_service_tokens: PositiveFloat
+    sustained_service_tokens_per_sec: PositiveFloat
+
+
+class PeriodicArrivals(Model):
+    kind: Literal["periodic"]
+    start_ms: NonNegativeFloat = 0.0
+    interval_ms: PositiveFloat
+    count: Annotated[int, Field(gt=0)]
+
+
+Arrivals = Annotated[PeriodicArrivals, Field(discriminator="kind")]
+
+
+class Tenant(Model):
+    id: Annotated[str, Field(min_length=1, pattern=r"\S")]
+    weight: PositiveFloat = 1.0
+    priority: PriorityClass = "interactive"
+    quota: Quota | None = None
+    arrivals: Arrivals | None = None
+    prefill_tokens: Annotated[int, Field(ge=1)] | None = None
+    decode_tokens: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _generated_requests_need_sizes(self) -> Tenant:
+        if self.arrivals is not None:
+            for key in ("prefill_tokens", "decode_tokens"):
+                if getattr(self, key) is None:
+                    raise ValueError(f"{key} is required when arrivals are given")
+        return self
+
+
+class TraceSource(Model):
+    """Requests replayed from a CSV file; `path` is relative to the scenario file."""
+
+    path: Annotated[str, Field(min_length=1)]
+
+
+class Cluster(Model):
+    service_model: Literal["token_server"] = "token_server"
+    total_kv_blocks: Annotated[int, Field(gt=0)] = 1600
+    kv_block_tokens: Annotated[int, Field(gt=0)] = 16
+    service_tokens_per_ms: PositiveFloat = 45.0
+    kv_hold_factor: PositiveFloat = 5.5
+    prefill_tokens_per_ms: PositiveFloat = 48.0
+    min_prefill_ms: NonNegativeFloat = 8.0
+
+
+class Scheduler(Model):
+    policy: str = "service_token_drr"
+    decode_weight: Annotated[int, Field(gt=0)] = 4
+    base_quantum_tokens: Annotated[int, Field(gt=0)] = 1200
+
+    @model_validator(mode="after")
+    def _known_policy(self) -> Scheduler:
+        if self.policy not in POLICIES:
+            known = ", ".join(sorted(POLICIES))
+            raise ValueError(f"unknown policy {self.policy!r} (known: {known})")
+        return self
+
+
+Watermark = Annotated[float, Field(gt=0, le=1)]
+
+
+class Admission(Model):
+    enabled: bool = True
+    evaluate_at: Literal["scheduler_tick", "arrival"] = "scheduler_tick"
+    interactive_kv_watermark: Watermark = 0.90
+    batch_kv_watermark: Watermark = 0.65
+    max_interactive_wait_ms: PositiveFloat = 420.0
+    max_batch_wait_ms: PositiveFloat = 3500.0
+
+    @model_validator(mode="after")
+    def _batch_below_interactive(self) -> Admission:
+        if self.batch_kv_watermark > self.interactive_kv_watermark:
+            raise ValueError("batch_kv_watermark must not exceed interactive_kv_watermark")
+        return self
+
+
+class Slo(Model):
+    interactive_ttft_ms: PositiveFloat = 500.0
+
+
+class Variant(Model):
+    name: Annotated[str, Field(min_length=1)]
+    set: dict[str, Any] = Field(default_factory=dict)
+
+
+class Scenario(Model):
+    name: Annotated[str, Field(min_length=1)] = "scenario"
+    description: str = ""
+    seed: Annotated[int, Field(ge=0)] = 0
+    tenants: Annotated[list[Tenant], Field(min_length=1)]
+    trace: TraceSource | None = None
+    cluster: Cluster = Field(default_factory=Cluster)
+    scheduler: Scheduler = Field(default_factory=Scheduler)
+    admission: Admission = Field(default_factory=Admission)
+    slo: Slo = Field(default_factory=Slo)
+    variants: list[Variant] = Field(default_factory=list)
+
+    @field_validator("tenants")
+    @classmethod
+    def _unique_tenant_ids(cls, tenants: list[Tenant]) -> list[Tenant]:
+        _reject_duplicates([t.id for t in tenants], "tenant id")
+        return tenants
+
+    @field_validator("variants")
+    @classmethod
+    def _unique_variant_names(cls, variants: list[Variant]) -> list[Variant]:
+        _reject_duplicates([v.name for v in variants], "variant name")
+        return variants
+
+    def tenant_ids(self) -> list[str]:
+        return [t.id for t in self.tenants]
+
+
+def _reject_duplicates(names: list[str], what: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"duplicate {what} {name!r}")
+        seen.add(name)

@@ -1,0 +1,64 @@
+"""The library entry point: `simulate(scenario)` runs every variant on the same workload."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pandas as pd
+
+from simsched.engine import request_costs, run_variant
+from simsched.loading import resolve_variants, select_variants
+from simsched.results import (
+    REQUEST_COLUMNS,
+    SimulationResult,
+    slo_verdict,
+    summarize,
+    tenant_rows,
+    variant_frame,
+)
+from simsched.scenario import Scenario
+from simsched.workload import RequestTable, build_workload
+
+Progress = Callable[[str], None]
+
+
+def simulate(
+    scenario: Scenario, variants: list[str] | None = None, progress: Progress | None = None
+) -> SimulationResult:
+    """Run the scenario's variants (all, or those named) and collect their results."""
+    chosen = select_variants(resolve_variants(scenario), variants, scenario.name)
+    workloads: dict[str, RequestTable] = {}
+    frames, tenants, summaries, slo = [], [], {}, {}
+    for name, resolved in chosen:
+        if progress:
+            progress(f"variant {name}: building workload")
+        table = _workload(resolved, workloads)
+        if progress:
+            progress(f"variant {name}: simulating {len(table):,} requests")
+        recorder = run_variant(resolved, table)
+        frame = variant_frame(name, resolved, table, request_costs(resolved, table), recorder)
+        summaries[name] = summarize(frame)
+        rows = tenant_rows(name, resolved, frame)
+        slo[name] = slo_verdict(resolved, summaries[name], rows)
+        frames.append(frame.sort_values("_seq", kind="stable"))
+        tenants.extend(rows)
+    requests = pd.concat(frames, ignore_index=True)[REQUEST_COLUMNS]
+    return SimulationResult(
+        scenario=scenario,
+        variants=[name for name, _ in chosen],
+        requests=requests,
+        tenants=pd.DataFrame(tenants),
+        summaries=summaries,
+        slo=slo,
+    )
+
+
+def _workload(scenario: Scenario, cache: dict[str, RequestTable]) -> RequestTable:
+    # Variants that leave the workload's settings alone share one generated workload.
+    key = json.dumps(
+        scenario.model_dump(mode="json", include={"seed", "tenants", "trace"}), sort_keys=True
+    )
+    if key not in cache:
+        cache[key] = build_workload(scenario)
+    return cache[key]

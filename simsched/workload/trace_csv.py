@@ -1,0 +1,119 @@
+"""The project's own trace format: a CSV of requests.
+
+Columns: `request_id,tenant_id,arrival_ms,prefill_tokens,decode_tokens` and optionally
+`priority_class` (interactive | batch; empty means the tenant's class). `request_id` is a string;
+`arrival_ms` may be fractional; token counts are non-negative integers. Every problem is reported
+as `FILE line N: ...`, the line as a text editor counts it (the header is line 1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simsched.errors import InputError
+from simsched.requests import CLASS_INDEX
+from simsched.workload.table import RequestTable
+
+REQUIRED = ("request_id", "tenant_id", "arrival_ms", "prefill_tokens", "decode_tokens")
+OPTIONAL = ("priority_class",)
+COLUMNS = REQUIRED + OPTIONAL
+
+
+def read_trace_csv(path: str | Path, tenants: list, *, label: str | None = None) -> RequestTable:
+    """Requests of `path`; `tenants` are the scenario's (for ids and default classes)."""
+    label = label or Path(path).name
+    frame = _read_frame(Path(path), label)
+    _check_columns(frame, label)
+    frame = frame[~(frame[list(frame.columns)] == "").all(axis=1)]  # blank lines
+    if frame.empty:
+        raise InputError(label, "", "holds no requests")
+    index = {t.id: i for i, t in enumerate(tenants)}
+    tenant = _tenant_indices(frame, index, label)
+    return RequestTable(
+        request_id=_request_ids(frame, label),
+        tenant=tenant,
+        lane=_lanes(frame, tenant, tenants, label),
+        arrival_ms=_numbers(frame, "arrival_ms", label, integer=False),
+        prefill_tokens=_numbers(frame, "prefill_tokens", label, integer=True),
+        decode_tokens=_numbers(frame, "decode_tokens", label, integer=True),
+    )
+
+
+def _read_frame(path: Path, label: str) -> pd.DataFrame:
+    from simsched.loading import read_text  # same checks as for scenario files
+
+    read_text(path, "trace file")
+    try:
+        frame = pd.read_csv(
+            path, dtype=str, keep_default_na=False, skip_blank_lines=False, skipinitialspace=True
+        )
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(label, "", f"not a readable CSV: {str(exc).strip()}") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    frame.index = frame.index + 2  # the line each row came from
+    return frame.apply(lambda col: col.str.strip())
+
+
+def _check_columns(frame: pd.DataFrame, label: str) -> None:
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise InputError(label, "header", f"missing column(s): {', '.join(missing)}")
+    unknown = [c for c in frame.columns if c not in COLUMNS]
+    if unknown:
+        raise InputError(label, "header", f"unknown column(s): {', '.join(unknown)}")
+
+
+def _fail(label: str, line: int, message: str) -> InputError:
+    return InputError(f"{label} line {line}", "", message)
+
+
+def _request_ids(frame: pd.DataFrame, label: str) -> np.ndarray:
+    ids = frame["request_id"]
+    empty = ids == ""
+    if empty.any():
+        raise _fail(label, int(ids.index[empty.argmax()]), "request_id is empty")
+    duplicated = ids.duplicated()
+    if duplicated.any():
+        line = int(ids.index[duplicated.argmax()])
+        raise _fail(label, line, f"duplicate request_id {ids[line]!r}")
+    return ids.to_numpy(dtype=object)
+
+
+def _tenant_indices(frame: pd.DataFrame, index: dict[str, int], label: str) -> np.ndarray:
+    codes = frame["tenant_id"].map(index)
+    unknown = codes.isna()
+    if unknown.any():
+        line = int(codes.index[unknown.argmax()])
+        raise _fail(label, line, f"tenant {frame['tenant_id'][line]!r} is not declared")
+    return codes.to_numpy(dtype=np.int64)
+
+
+def _lanes(frame: pd.DataFrame, tenant: np.ndarray, tenants: list, label: str) -> np.ndarray:
+    defaults = np.array([CLASS_INDEX[t.priority] for t in tenants], dtype=np.int64)[tenant]
+    if "priority_class" not in frame.columns:
+        return defaults
+    given = frame["priority_class"]
+    codes = given.map(CLASS_INDEX)
+    bad = codes.isna() & (given != "")
+    if bad.any():
+        line = int(given.index[bad.argmax()])
+        raise _fail(label, line, f"priority_class {given[line]!r} is not interactive or batch")
+    return np.where(given == "", defaults, codes.fillna(0).to_numpy()).astype(np.int64)
+
+
+def _numbers(frame: pd.DataFrame, column: str, label: str, *, integer: bool) -> np.ndarray:
+    text = frame[column]
+    values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
+    checks = [(~np.isfinite(values), "is not a number"), (values < 0, "is negative")]
+    if integer:
+        checks.append((values != np.floor(values), "is not a whole number"))
+    for mask, what in checks:  # NaN fails the first check, so later ones never see it
+        if mask.any():
+            position = int(np.argmax(mask))
+            shown = text.iloc[position]
+            message = f"{column} is empty" if shown == "" else f"{column} {shown!r} {what}"
+            raise _fail(label, int(text.index[position]), message)
+    return values.astype(np.int64) if integer else values
