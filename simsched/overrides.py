@@ -53,12 +53,12 @@ def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
 
 def _set_path(node: Any, segments: list[str], value: Any, path: str) -> None:
     *parents, last = segments
-    for i, segment in enumerate(parents):
-        node = _child(node, segment, path, create=True)
+    for segment in parents:
+        node = _child(node, segment, path)
     _assign(node, last, value, path)
 
 
-def _child(node: Any, segment: str, path: str, *, create: bool) -> Any:
+def _child(node: Any, segment: str, path: str) -> Any:
     if isinstance(node, dict):
         if segment not in node or node[segment] is None:
             node[segment] = {}

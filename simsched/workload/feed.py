@@ -28,6 +28,7 @@ def replay(
         table.decode_tokens.tolist(),
         service_tokens.tolist(),
         kv_blocks.tolist(),
+        strict=True,
     )
     for seq, (tenant, lane, arrival, prefill, decode, svc, blocks) in enumerate(columns):
         if arrival > env.now:

@@ -50,7 +50,7 @@ class RequestTable:
 
 
 def merge_sorted(tables: list[RequestTable]) -> RequestTable:
-    """All requests in one table ordered by (arrival_ms, request_id), as the reference orders them."""
+    """All requests in one table, ordered by (arrival_ms, request_id) as the reference orders."""
     frames = [t.to_frame() for t in tables if len(t)]
     if not frames:
         return RequestTable.from_frame(_empty_frame())
