@@ -20,6 +20,7 @@ from simsched.workload.table import RequestTable
 REQUIRED = ("request_id", "tenant_id", "arrival_ms", "prefill_tokens", "decode_tokens")
 OPTIONAL = ("priority_class",)
 COLUMNS = REQUIRED + OPTIONAL
+TEXT_COLUMNS = ("request_id", "tenant_id", "priority_class")
 
 
 def read_trace_csv(path: str | Path, tenants: list, *, label: str | None = None) -> RequestTable:
@@ -27,7 +28,7 @@ def read_trace_csv(path: str | Path, tenants: list, *, label: str | None = None)
     label = label or Path(path).name
     frame = _read_frame(Path(path), label)
     _check_columns(frame, label)
-    frame = frame[~(frame[list(frame.columns)] == "").all(axis=1)]  # blank lines
+    frame = frame[~_blank_rows(frame)]
     if frame.empty:
         raise InputError(label, "", "holds no requests")
     index = {t.id: i for i, t in enumerate(tenants)}
@@ -46,15 +47,21 @@ def _read_frame(path: Path, label: str) -> pd.DataFrame:
     from simsched.loading import read_text  # same checks as for scenario files
 
     read_text(path, "trace file")
+    text_columns = {name: str for name in TEXT_COLUMNS}
     try:
         frame = pd.read_csv(
-            path, dtype=str, keep_default_na=False, skip_blank_lines=False, skipinitialspace=True
+            path,
+            dtype=text_columns,
+            keep_default_na=False,
+            na_values={c: [""] for c in REQUIRED if c not in text_columns},
+            skip_blank_lines=False,
+            skipinitialspace=True,
         )
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise InputError(label, "", f"not a readable CSV: {str(exc).strip()}") from None
     frame.columns = [str(c).strip() for c in frame.columns]
     frame.index = frame.index + 2  # the line each row came from
-    return frame.apply(lambda col: col.str.strip())
+    return frame
 
 
 def _check_columns(frame: pd.DataFrame, label: str) -> None:
@@ -64,6 +71,17 @@ def _check_columns(frame: pd.DataFrame, label: str) -> None:
     unknown = [c for c in frame.columns if c not in COLUMNS]
     if unknown:
         raise InputError(label, "header", f"unknown column(s): {', '.join(unknown)}")
+
+
+def _blank_rows(frame: pd.DataFrame) -> np.ndarray:
+    blank = np.ones(len(frame), dtype=bool)
+    for name in frame.columns:
+        column = frame[name]
+        empty = column.isna()
+        if name in TEXT_COLUMNS or column.dtype == object:
+            empty |= column.astype(str) == ""
+        blank &= empty.to_numpy()
+    return blank
 
 
 def _fail(label: str, line: int, message: str) -> InputError:
@@ -114,6 +132,7 @@ def _numbers(frame: pd.DataFrame, column: str, label: str, *, integer: bool) -> 
         if mask.any():
             position = int(np.argmax(mask))
             shown = text.iloc[position]
-            message = f"{column} is empty" if shown == "" else f"{column} {shown!r} {what}"
+            empty = shown == "" or (isinstance(shown, float) and np.isnan(shown))
+            message = f"{column} is empty" if empty else f"{column} {str(shown)!r} {what}"
             raise _fail(label, int(text.index[position]), message)
     return values.astype(np.int64) if integer else values

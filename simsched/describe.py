@@ -1,0 +1,33 @@
+"""A few lines that say what a scenario is (`simsched validate`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simsched.loading import resolve_variants
+from simsched.scenario import Scenario
+from simsched.workload import build_workload
+
+
+def describe_scenario(scenario: Scenario) -> str:
+    table = build_workload(scenario)  # reads the trace too, so its problems surface here
+    counts = np.bincount(table.tenant, minlength=len(scenario.tenants))
+    span_s = (table.arrival_ms.max() - table.arrival_ms.min()) / 1000 if len(table) else 0.0
+    lines = [
+        f"{scenario.name}: valid",
+        f"  {len(table):,} requests from {len(scenario.tenants)} tenants over {span_s:,.3f} s",
+    ]
+    for tenant, count in zip(scenario.tenants, counts, strict=True):
+        source = tenant.arrivals.kind if tenant.arrivals else "trace"
+        lines.append(
+            f"  - {tenant.id}: {tenant.priority}, weight {tenant.weight:g}, "
+            f"{count:,} requests ({source})"
+        )
+    cluster = scenario.cluster
+    lines.append(
+        f"  cluster: {cluster.service_model}, {cluster.total_kv_blocks} KV blocks, "
+        f"{cluster.service_tokens_per_ms:g} service tokens/ms"
+    )
+    names = [name for name, _ in resolve_variants(scenario)]
+    lines.append(f"  variants: {', '.join(names)}")
+    return "\n".join(lines)

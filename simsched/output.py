@@ -1,0 +1,58 @@
+"""Writing a result to a folder, all or nothing.
+
+Files go to a temporary folder beside the target and are moved into place only once every one
+of them is written, so a failed or interrupted run never leaves a half-written output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from simsched.errors import InputError
+from simsched.results import SimulationResult
+
+REQUESTS_FILE = "requests.csv"
+TENANTS_FILE = "tenants.csv"
+SUMMARY_FILE = "summary.json"
+
+
+def write_result(result: SimulationResult, out_dir: str | Path) -> list[Path]:
+    target = Path(out_dir)
+    if target.exists() and not target.is_dir():
+        raise InputError(str(target), "--out", "exists and is not a folder")
+    parent = target.resolve().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=parent))
+    except OSError as exc:
+        raise InputError(str(target), "--out", f"cannot write: {exc.strerror or exc}") from None
+    try:
+        _write_files(result, staging)
+        return _move_into_place(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_files(result: SimulationResult, folder: Path) -> None:
+    requests = result.requests.copy()
+    requests["dispatch_ms"] = requests["dispatch_ms"].round(4)
+    requests.to_csv(folder / REQUESTS_FILE, index=False, lineterminator="\n")
+    result.tenants.to_csv(folder / TENANTS_FILE, index=False, lineterminator="\n")
+    with open(folder / SUMMARY_FILE, "w", encoding="utf-8") as f:
+        json.dump(result.to_json_dict(), f, indent=2)
+        f.write("\n")
+
+
+def _move_into_place(staging: Path, target: Path) -> list[Path]:
+    if not target.exists():
+        os.replace(staging, target)
+        return sorted(target.iterdir())
+    written = []
+    for item in sorted(staging.iterdir()):
+        os.replace(item, target / item.name)
+        written.append(target / item.name)
+    return written
