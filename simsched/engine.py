@@ -12,7 +12,7 @@ from simsched.cluster import SERVICE_MODELS
 from simsched.dispatcher import DispatchGate, scheduler_process
 from simsched.gateway import AdmissionRules, AdmitAll, Gateway
 from simsched.lanes import Lanes
-from simsched.policies import POLICIES
+from simsched.policies import POLICIES, PolicyContext
 from simsched.quotas import TokenBuckets
 from simsched.recorder import Recorder
 from simsched.scenario import Scenario
@@ -21,11 +21,26 @@ from simsched.workload.table import RequestTable
 
 
 def request_costs(scenario: Scenario, table: RequestTable) -> tuple[np.ndarray, np.ndarray]:
-    """Service tokens (`prefill + decode_weight * decode`) and KV blocks of every request."""
-    service_tokens = table.prefill_tokens + scenario.scheduler.decode_weight * table.decode_tokens
+    """Service tokens (`prefill_weight * prefill + decode_weight * decode`) and KV blocks.
+
+    One cost for everything token-based: policies, quotas and the admission rules.
+    """
+    weights = scenario.scheduler
+    service_tokens = (
+        weights.prefill_weight * table.prefill_tokens + weights.decode_weight * table.decode_tokens
+    )
     block = scenario.cluster.kv_block_tokens
     kv_blocks = -(-(table.prefill_tokens + table.decode_tokens) // block)
     return service_tokens, kv_blocks
+
+
+def policy_context(scenario: Scenario) -> PolicyContext:
+    slo = scenario.slo
+    return PolicyContext(
+        weights=tuple(t.weight for t in scenario.tenants),
+        settings=scenario.scheduler,
+        ttft_slo_ms=(slo.interactive_ttft_ms, slo.batch_ttft_ms),
+    )
 
 
 def run_variant(scenario: Scenario, table: RequestTable) -> Recorder:
@@ -34,7 +49,7 @@ def run_variant(scenario: Scenario, table: RequestTable) -> Recorder:
     tenants = scenario.tenants
     lanes = Lanes(len(tenants))
     cluster = SERVICE_MODELS[scenario.cluster.service_model](env, scenario.cluster)
-    policy = POLICIES[scenario.scheduler.policy]([t.weight for t in tenants], scenario.scheduler)
+    policy = POLICIES[scenario.scheduler.policy](policy_context(scenario))
     buckets = TokenBuckets([t.quota for t in tenants])
     recorder = Recorder()
     screening = scenario.admission.enabled and policy.screens_arrivals

@@ -75,6 +75,7 @@ class Cluster(Model):
 
 class Scheduler(Model):
     policy: str = "service_token_drr"
+    prefill_weight: Annotated[int, Field(gt=0)] = 1
     decode_weight: Annotated[int, Field(gt=0)] = 4
     base_quantum_tokens: Annotated[int, Field(gt=0)] = 1200
 
@@ -106,6 +107,7 @@ class Admission(Model):
 
 class Slo(Model):
     interactive_ttft_ms: PositiveFloat = 500.0
+    batch_ttft_ms: PositiveFloat = 10_000.0
 
 
 class Variant(Model):

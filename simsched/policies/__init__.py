@@ -5,7 +5,7 @@ The engine looks policies up by name, so adding one is a new file plus one line 
 
 from __future__ import annotations
 
-from simsched.policies.base import Pick, Policy, QueueView
+from simsched.policies.base import Pick, Policy, PolicyContext, QueueView
 from simsched.policies.request_count_fifo import RequestCountFifo
 from simsched.policies.service_token_drr import ServiceTokenDrr
 
@@ -17,4 +17,4 @@ POLICIES: dict[str, type[Policy]] = {
     )
 }
 
-__all__ = ["POLICIES", "Pick", "Policy", "QueueView"]
+__all__ = ["POLICIES", "Pick", "Policy", "PolicyContext", "QueueView"]

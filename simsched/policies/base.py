@@ -26,6 +26,15 @@ class QueueView(Protocol):
     def head(self, lane: int, tenant: int) -> Request | None: ...
 
 
+@dataclass(frozen=True)
+class PolicyContext:
+    """What a policy may know of the scenario: tenants' weights and the scheduler settings."""
+
+    weights: tuple[float, ...]
+    settings: Any  # the scenario's `scheduler` section
+    ttft_slo_ms: tuple[float, float]  # TTFT target per class (interactive, batch), for deadlines
+
+
 @dataclass(frozen=True, slots=True)
 class Pick:
     lane: int
@@ -42,9 +51,10 @@ class Policy(ABC):
     # A class-blind policy is gated at dispatch by the interactive watermark for every request.
     class_blind: ClassVar[bool] = False
 
-    def __init__(self, weights: list[float], settings: Any) -> None:
-        self.weights = list(weights)
-        self.settings = settings
+    def __init__(self, context: PolicyContext) -> None:
+        self.context = context
+        self.weights = list(context.weights)
+        self.settings = context.settings
 
     @abstractmethod
     def select(self, view: QueueView) -> Pick | None:

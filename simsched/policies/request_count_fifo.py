@@ -8,7 +8,7 @@ KV gate (when admission is enabled) uses the interactive watermark for every req
 
 from __future__ import annotations
 
-from simsched.policies.base import Pick, Policy, QueueView
+from simsched.policies.base import Pick, Policy, PolicyContext, QueueView
 from simsched.requests import BATCH, INTERACTIVE
 
 
@@ -17,8 +17,8 @@ class RequestCountFifo(Policy):
     screens_arrivals = False
     class_blind = True
 
-    def __init__(self, weights: list[float], settings: object) -> None:
-        super().__init__(weights, settings)
+    def __init__(self, context: PolicyContext) -> None:
+        super().__init__(context)
         self._next_tenant = 0  # where the round in progress resumes
 
     def select(self, view: QueueView) -> Pick | None:

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import math
 
-from simsched.policies.base import Pick, Policy, QueueView
+from simsched.policies.base import Pick, Policy, PolicyContext, QueueView
 from simsched.requests import BATCH, INTERACTIVE
 
 
 class ServiceTokenDrr(Policy):
     name = "service_token_drr"
 
-    def __init__(self, weights: list[float], settings: object) -> None:
-        super().__init__(weights, settings)
-        self.quantum = settings.base_quantum_tokens  # type: ignore[attr-defined]
-        self.deficits = [0.0] * len(weights)
+    def __init__(self, context: PolicyContext) -> None:
+        super().__init__(context)
+        self.quantum = context.settings.base_quantum_tokens
+        self.deficits = [0.0] * len(self.weights)
         self._lane: int | None = None  # lane of the round in progress
         self._turn = -1  # tenant whose turn it is; -1 before the first turn of a round
         self._in_turn = False
