@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from simsched.errors import InputError
 from simsched.overrides import OverrideError, apply_overrides, parse_assignment
 from simsched.scenario import Scenario
+from simsched.workload.specs import UNION_TAGS
 
 BASE_VARIANT = "base"
 
@@ -63,7 +64,7 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
     raw = parse_yaml_mapping(read_text(path, "scenario file"), label)
     for text in overrides or []:
         raw = _override(raw, text, label)
-    _resolve_trace_path(raw, path.parent)
+    _resolve_paths(raw, path.parent)
     scenario = validate(raw, label)
     resolve_variants(scenario, label)  # a bad variant is a bad file: fail now, not mid-run
     return scenario
@@ -116,10 +117,17 @@ def _override(raw: dict[str, Any], text: str, label: str) -> dict[str, Any]:
         raise InputError(label, f"--set {text}", str(exc)) from None
 
 
-def _resolve_trace_path(raw: dict[str, Any], base_dir: Path) -> None:
-    trace = raw.get("trace")
-    if isinstance(trace, dict) and isinstance(trace.get("path"), str) and trace["path"]:
-        trace["path"] = str((base_dir / trace["path"]).resolve())
+def _resolve_paths(node: Any, base_dir: Path) -> None:
+    """Every `path:` in a scenario (traces, trace-drawn lengths) is relative to the file."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "path" and isinstance(value, str) and value:
+                node[key] = str((base_dir / value).resolve())
+            else:
+                _resolve_paths(value, base_dir)
+    elif isinstance(node, list):
+        for item in node:
+            _resolve_paths(item, base_dir)
 
 
 def _location(loc: tuple[Any, ...]) -> str:
@@ -133,8 +141,8 @@ def _location(loc: tuple[Any, ...]) -> str:
 
 
 def _is_union_tag(part: str) -> bool:
-    # pydantic puts the chosen member of a tagged union into the location; users never wrote it
-    return part in {"periodic"} or "[" in part or "(" in part
+    # pydantic puts the chosen member of a union into the location; users never wrote it
+    return part in UNION_TAGS or "[" in part or "(" in part
 
 
 def _message(error: dict[str, Any]) -> str:

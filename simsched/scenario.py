@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from simsched.policies import POLICIES
+from simsched.workload.specs import ArrivalSpec, LengthSpec
 
 PriorityClass = Literal["interactive", "batch"]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -29,24 +30,14 @@ class Quota(Model):
     sustained_service_tokens_per_sec: PositiveFloat
 
 
-class PeriodicArrivals(Model):
-    kind: Literal["periodic"]
-    start_ms: NonNegativeFloat = 0.0
-    interval_ms: PositiveFloat
-    count: Annotated[int, Field(gt=0)]
-
-
-Arrivals = Annotated[PeriodicArrivals, Field(discriminator="kind")]
-
-
 class Tenant(Model):
     id: Annotated[str, Field(min_length=1, pattern=r"\S")]
     weight: PositiveFloat = 1.0
     priority: PriorityClass = "interactive"
     quota: Quota | None = None
-    arrivals: Arrivals | None = None
-    prefill_tokens: Annotated[int, Field(ge=1)] | None = None
-    decode_tokens: Annotated[int, Field(ge=0)] | None = None
+    arrivals: ArrivalSpec | None = None
+    prefill_tokens: LengthSpec | None = None
+    decode_tokens: LengthSpec | None = None
 
     @model_validator(mode="after")
     def _generated_requests_need_sizes(self) -> Tenant:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
+
+import numpy as np
 
 from simsched.errors import InputError
 from simsched.workload.generators import generate_tenant
@@ -12,7 +15,7 @@ from simsched.workload.trace_csv import read_trace_csv
 
 def build_workload(scenario) -> RequestTable:
     tables = [
-        generate_tenant(tenant, index)
+        generate_tenant(tenant, index, tenant_rng(scenario.seed, tenant.id))
         for index, tenant in enumerate(scenario.tenants)
         if tenant.arrivals is not None
     ]
@@ -21,6 +24,16 @@ def build_workload(scenario) -> RequestTable:
     table = merge_sorted(tables)
     _reject_duplicate_ids(table, scenario)
     return table
+
+
+def tenant_rng(seed: int, tenant_id: str) -> np.random.Generator:
+    """The tenant's own random stream, from the scenario seed and the tenant's id.
+
+    Keyed by id rather than position, so adding, removing or changing another tenant never
+    changes this tenant's requests.
+    """
+    key = int.from_bytes(hashlib.sha256(tenant_id.encode()).digest()[:8], "little")
+    return np.random.default_rng(np.random.SeedSequence([seed, key]))
 
 
 def _reject_duplicate_ids(table: RequestTable, scenario) -> None:

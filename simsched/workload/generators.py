@@ -23,7 +23,7 @@ def request_ids(tenant_id: str, count: int) -> np.ndarray:
     return np.array([f"{tenant_id}-{i:0{width}d}" for i in range(count)], dtype=object)
 
 
-def generate_tenant(tenant, index: int) -> RequestTable:
+def generate_tenant(tenant, index: int, rng: np.random.Generator) -> RequestTable:
     times = arrival_times(tenant.arrivals)
     count = len(times)
     return RequestTable(
