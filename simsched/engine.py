@@ -10,13 +10,13 @@ import simpy
 
 from simsched.cluster import SERVICE_MODELS
 from simsched.dispatcher import DispatchGate, scheduler_process
-from simsched.gateway import AdmissionRules, AdmitAll, Gateway
+from simsched.gateway import AdmissionRules, AdmitAll, ArrivalGateway, TickGateway
 from simsched.lanes import Lanes
 from simsched.policies import POLICIES, PolicyContext
 from simsched.quotas import TokenBuckets
 from simsched.recorder import Recorder
 from simsched.scenario import Scenario
-from simsched.workload.feed import replay
+from simsched.workload.feed import Feed
 from simsched.workload.table import RequestTable
 
 
@@ -58,17 +58,10 @@ def run_variant(scenario: Scenario, table: RequestTable) -> Recorder:
         if screening
         else AdmitAll()
     )
-    gateway = Gateway(
-        env,
-        rules,
-        lanes,
-        buckets,
-        recorder,
-        evaluate_at_arrival=scenario.admission.evaluate_at == "arrival",
-    )
+    feed = Feed(table, *request_costs(scenario, table))
+    timing = ArrivalGateway if scenario.admission.evaluate_at == "arrival" else TickGateway
+    gateway = timing(env, feed, rules, lanes, buckets, recorder)
     gate = DispatchGate(scenario.admission, cluster, policy.class_blind)
-    service_tokens, kv_blocks = request_costs(scenario, table)
-    env.process(replay(env, table, service_tokens, kv_blocks, gateway.receive))
     env.process(scheduler_process(env, policy, lanes, gateway, gate, cluster, buckets, recorder))
     env.run()
     _check_one_outcome_each(recorder, len(table))

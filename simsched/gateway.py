@@ -11,15 +11,13 @@ Rules, in the reference's order (each may shed the request with a 429):
 
 An admitted request of any class draws its service tokens from its tenant's bucket.
 
-Timing (`admission.evaluate_at`): `scheduler_tick`, the reference's, keeps arrivals in an inbox
-until the scheduler next looks for work (when it goes idle, and after each dispatch) and then
-judges them in arrival order; `arrival` judges each request at its arrival instant, as a real
+Timing (`admission.evaluate_at`): with `scheduler_tick`, the reference's, arrivals wait unseen
+until the scheduler next looks for work (when it goes idle, and after each dispatch) and are then
+judged in arrival order; with `arrival` each request is judged at its arrival instant, as a real
 gateway does.
 """
 
 from __future__ import annotations
-
-from collections import deque
 
 import simpy
 
@@ -27,6 +25,8 @@ from simsched.lanes import Lanes
 from simsched.quotas import TokenBuckets
 from simsched.recorder import SHED_KV_WATERMARK, SHED_QUEUE_WAIT, SHED_TOKEN_QUOTA, Recorder
 from simsched.requests import BATCH, INTERACTIVE, Request
+from simsched.timing import ARRIVAL, At, delay_until
+from simsched.workload.feed import Feed
 
 
 class AdmissionRules:
@@ -65,45 +65,30 @@ class AdmitAll:
 
 
 class Gateway:
+    """Screens requests into the lanes; subclasses decide when requests are screened."""
+
     def __init__(
         self,
         env: simpy.Environment,
+        feed: Feed,
         rules: AdmissionRules | AdmitAll,
         lanes: Lanes,
         buckets: TokenBuckets,
         recorder: Recorder,
-        *,
-        evaluate_at_arrival: bool,
     ) -> None:
         self.env = env
+        self.feed = feed
         self.rules = rules
         self.lanes = lanes
         self.buckets = buckets
         self.recorder = recorder
-        self.evaluate_at_arrival = evaluate_at_arrival
-        self._inbox: deque[Request] = deque()
-        self._wake: simpy.Event | None = None
-
-    def receive(self, request: Request) -> None:
-        """A request reaches the gateway (called by the workload feed at its arrival instant)."""
-        if self.evaluate_at_arrival:
-            self._screen(request)
-        else:
-            self._inbox.append(request)
-        if self._wake is not None:
-            self._wake.succeed()
-            self._wake = None
 
     def tick(self, now: float) -> None:
-        """The scheduler looks for work: judge every waiting arrival, oldest first."""
-        inbox = self._inbox
-        while inbox and inbox[0].arrival_ms <= now:
-            self._screen(inbox.popleft())
+        """The scheduler is about to look for work."""
 
     def next_arrival(self) -> simpy.Event:
         """An event that fires when the next request reaches the gateway."""
-        self._wake = self.env.event()
-        return self._wake
+        raise NotImplementedError
 
     def _screen(self, request: Request) -> None:
         self.buckets.refill(request.arrival_ms)
@@ -114,3 +99,37 @@ class Gateway:
         else:
             reason, occupancy = verdict
             self.recorder.shed(request.seq, reason, 0.0, occupancy)
+
+
+class TickGateway(Gateway):
+    """`evaluate_at: scheduler_tick`: arrivals are judged when the scheduler looks for work."""
+
+    def tick(self, now: float) -> None:
+        feed = self.feed
+        while feed.arrived_by(now):
+            self._screen(feed.pop())
+
+    def next_arrival(self) -> simpy.Event:
+        arrival = self.feed.next_arrival_ms
+        if arrival is None:
+            return self.env.event()  # never fires: the workload is over
+        return At(self.env, delay_until(self.env.now, arrival), ARRIVAL)
+
+
+class ArrivalGateway(Gateway):
+    """`evaluate_at: arrival`: each request is judged at its arrival instant."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._wake: simpy.Event | None = None
+        self.env.process(self.feed.process(self.env, self._receive))
+
+    def next_arrival(self) -> simpy.Event:
+        self._wake = self.env.event()
+        return self._wake
+
+    def _receive(self, request: Request) -> None:
+        self._screen(request)
+        if self._wake is not None:
+            self._wake.succeed()
+            self._wake = None

@@ -27,8 +27,10 @@ class TokenBuckets:
         self._last_refill_ms = 0.0
 
     def refill(self, now_ms: float) -> None:
-        dt_sec = max(0.0, (now_ms - self._last_refill_ms) / 1000.0)
-        if dt_sec <= 0.0:
+        if now_ms <= self._last_refill_ms:
+            return
+        dt_sec = (now_ms - self._last_refill_ms) / 1000.0
+        if dt_sec <= 0.0:  # a gap too small to survive the division
             return
         for tenant in self._limited:
             self.level[tenant] = min(

@@ -6,17 +6,17 @@ occupies it for `exec_ms = service_tokens / service_tokens_per_ms`, non-preempti
 dispatch, a stand-in for decoding that overlaps later requests. Its first token comes
 `max(min_prefill_ms, prefill / prefill_tokens_per_ms)` after dispatch.
 
-KV blocks live in a `simpy.Container`. Its capacity is not enforced here: with admission disabled
-the reference lets the accounted occupancy exceed the total, and the recorded ratio shows it.
-With admission enabled, the dispatch gate keeps it under the class watermark (at most 1).
+KV blocks live in a `simpy.Container` (`KvPool`). Its capacity is not enforced here: with
+admission disabled the reference lets the accounted occupancy exceed the total, and the recorded
+ratio shows it. With admission enabled, the dispatch gate keeps it under the class watermark
+(at most 1).
 """
 
 from __future__ import annotations
 
-import math
-
 import simpy
 
+from simsched.cluster.kv import KvPool
 from simsched.requests import Request
 from simsched.timing import RELEASE, At
 
@@ -29,8 +29,7 @@ class TokenServer:
         self.prefill_rate = config.prefill_tokens_per_ms
         self.min_prefill_ms = config.min_prefill_ms
         self.kv_blocks_total = config.total_kv_blocks
-        self.kv = simpy.Container(env, capacity=math.inf)
-        self.peak_kv_blocks = 0
+        self.kv = KvPool(env)
 
     def kv_blocks_in_use(self) -> int:
         return self.kv.level
@@ -41,9 +40,8 @@ class TokenServer:
     def start(self, request: Request) -> simpy.Event:
         """Serve `request` from now; the returned event fires when the server is free again."""
         exec_ms = request.service_tokens / self.tput
-        self.kv.put(request.kv_blocks)
-        self.peak_kv_blocks = max(self.peak_kv_blocks, self.kv.level)
-        release = At(self.env, exec_ms * self.hold_factor, RELEASE)
         blocks = request.kv_blocks
-        release.callbacks.append(lambda _event: self.kv.get(blocks))
+        self.kv.hold(blocks)
+        release = At(self.env, exec_ms * self.hold_factor, RELEASE)
+        release.callbacks.append(lambda _event: self.kv.release(blocks))
         return self.env.timeout(exec_ms)

@@ -1,8 +1,17 @@
-"""The SimPy process that delivers a `RequestTable` to the gateway, each request at its instant."""
+"""Delivering a `RequestTable` to the gateway, in (arrival_ms, request_id) order.
+
+`Feed` turns the table's columns into `Request` objects one at a time, so a million-request
+workload is never a million objects at once. The gateway consumes it in one of two ways:
+
+- `arrived_by(now)` and `pop()`: requests that have arrived by `now`, pulled when the scheduler
+  looks for work (the reference's timing: arrivals are invisible until then, so cost no event);
+- `process(env, deliver)`: a SimPy process that hands over each request at its arrival instant
+  (requests arriving at the same instant go out together).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Iterator
 
 import numpy as np
 import simpy
@@ -12,25 +21,45 @@ from simsched.timing import ARRIVAL, At, delay_until
 from simsched.workload.table import RequestTable
 
 
-def replay(
-    env: simpy.Environment,
-    table: RequestTable,
-    service_tokens: np.ndarray,
-    kv_blocks: np.ndarray,
-    deliver,
-) -> Generator[simpy.Event, None, None]:
-    """Deliver requests in (arrival_ms, request_id) order; equal instants go out together."""
-    columns = zip(
-        table.tenant.tolist(),
-        table.lane.tolist(),
-        table.arrival_ms.tolist(),
-        table.prefill_tokens.tolist(),
-        table.decode_tokens.tolist(),
-        service_tokens.tolist(),
-        kv_blocks.tolist(),
-        strict=True,
-    )
-    for seq, (tenant, lane, arrival, prefill, decode, svc, blocks) in enumerate(columns):
-        if arrival > env.now:
-            yield At(env, delay_until(env.now, arrival), ARRIVAL)
-        deliver(Request(seq, tenant, lane, arrival, prefill, decode, svc, blocks))
+class Feed:
+    def __init__(self, table: RequestTable, service_tokens: np.ndarray, kv_blocks: np.ndarray):
+        columns = zip(
+            table.tenant.tolist(),
+            table.lane.tolist(),
+            table.arrival_ms.tolist(),
+            table.prefill_tokens.tolist(),
+            table.decode_tokens.tolist(),
+            service_tokens.tolist(),
+            kv_blocks.tolist(),
+            strict=True,
+        )
+        self._requests = (Request(seq, *row) for seq, row in enumerate(columns))
+        self._next: Request | None = next(self._requests, None)
+
+    @property
+    def next_arrival_ms(self) -> float | None:
+        """When the next request arrives; None once every request has been delivered."""
+        return None if self._next is None else self._next.arrival_ms
+
+    def arrived_by(self, now: float) -> bool:
+        """Whether a request not yet delivered has arrived by `now`."""
+        return self._next is not None and self._next.arrival_ms <= now
+
+    def pop(self) -> Request:
+        request = self._next
+        self._next = next(self._requests, None)
+        return request
+
+    def take_until(self, now: float) -> Iterator[Request]:
+        while self.arrived_by(now):
+            yield self.pop()
+
+    def process(
+        self, env: simpy.Environment, deliver: Callable[[Request], None]
+    ) -> Generator[simpy.Event, None, None]:
+        while self._next is not None:
+            arrival = self._next.arrival_ms
+            if arrival > env.now:
+                yield At(env, delay_until(env.now, arrival), ARRIVAL)
+            for request in self.take_until(arrival):
+                deliver(request)
