@@ -45,6 +45,9 @@ def scheduler_process(
 ) -> Generator[simpy.Event, None, None]:
     while True:
         gateway.tick(env.now)
+        if not cluster.has_room():
+            yield cluster.room_available()
+            continue
         pick = policy.select(lanes)
         if pick is None:
             yield gateway.next_arrival()
@@ -57,6 +60,9 @@ def scheduler_process(
         if gate.blocks(occupancy, request):
             recorder.shed(request.seq, SHED_KV_WATERMARK, wait_ms, occupancy)
             continue
-        ttft_ms = wait_ms + cluster.first_token_delay_ms(request)
-        recorder.admitted(request.seq, now, wait_ms, ttft_ms, occupancy)
-        yield cluster.start(request)
+        recorder.admitted(
+            request.seq, now, wait_ms, occupancy, cluster.known_ttft_ms(request, wait_ms)
+        )
+        ready = cluster.start(request)
+        if ready is not None:  # the cluster takes no more work until then
+            yield ready

@@ -5,7 +5,10 @@ The engine knows policies and service models only by name, through their registr
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+import pandas as pd
 import simpy
 
 from simsched.cluster import SERVICE_MODELS
@@ -16,6 +19,7 @@ from simsched.policies import POLICIES, PolicyContext
 from simsched.quotas import TokenBuckets
 from simsched.recorder import Recorder
 from simsched.scenario import Scenario
+from simsched.timeline import TIMELINE_COLUMNS, TimelineSampler, auto_interval_ms
 from simsched.workload.feed import Feed
 from simsched.workload.table import RequestTable
 
@@ -43,15 +47,21 @@ def policy_context(scenario: Scenario) -> PolicyContext:
     )
 
 
-def run_variant(scenario: Scenario, table: RequestTable) -> Recorder:
-    """Simulate `table` under `scenario`; one recorded outcome per request, in decision order."""
+@dataclass
+class VariantRun:
+    recorder: Recorder  # one outcome per request
+    timeline: pd.DataFrame  # sampled cluster and lane state (empty when disabled)
+
+
+def run_variant(scenario: Scenario, table: RequestTable) -> VariantRun:
+    """Simulate `table` under `scenario`."""
     env = simpy.Environment()
     tenants = scenario.tenants
     lanes = Lanes(len(tenants))
-    cluster = SERVICE_MODELS[scenario.cluster.service_model](env, scenario.cluster)
+    recorder = Recorder(len(table), scenario.admission.shed_status_codes)
+    cluster = SERVICE_MODELS[scenario.cluster.service_model](env, scenario.cluster, recorder)
     policy = POLICIES[scenario.scheduler.policy](policy_context(scenario))
     buckets = TokenBuckets([t.quota for t in tenants])
-    recorder = Recorder()
     screening = scenario.admission.enabled and policy.screens_arrivals
     rules = (
         AdmissionRules(scenario.admission, cluster, lanes, buckets, cluster.tput)
@@ -63,11 +73,24 @@ def run_variant(scenario: Scenario, table: RequestTable) -> Recorder:
     gateway = timing(env, feed, rules, lanes, buckets, recorder)
     gate = DispatchGate(scenario.admission, cluster, policy.class_blind)
     env.process(scheduler_process(env, policy, lanes, gateway, gate, cluster, buckets, recorder))
+    sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
     env.run()
     _check_one_outcome_each(recorder, len(table))
-    return recorder
+    timeline = sampler.frame() if sampler else pd.DataFrame(columns=TIMELINE_COLUMNS)
+    return VariantRun(recorder, timeline)
+
+
+def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> TimelineSampler | None:
+    if not scenario.timeline.enabled or not len(table):
+        return None
+    interval = scenario.timeline.interval_ms or auto_interval_ms(
+        float(table.arrival_ms[0]), float(table.arrival_ms[-1])
+    )
+    sampler = TimelineSampler(env, cluster, lanes, feed, interval)
+    env.process(sampler.process())
+    return sampler
 
 
 def _check_one_outcome_each(recorder: Recorder, expected: int) -> None:
-    if len(recorder) != expected or len(set(recorder.seq)) != expected:
+    if len(recorder) != expected or len(set(recorder.order)) != expected:
         raise RuntimeError(f"simulation bug: {len(recorder)} outcomes for {expected} requests")

@@ -14,10 +14,12 @@ from pydantic import ValidationError
 
 from simsched.errors import InputError
 from simsched.overrides import OverrideError, apply_overrides, parse_assignment
+from simsched.cluster_config import SERVICE_MODEL_TAGS
 from simsched.scenario import Scenario
 from simsched.workload.specs import UNION_TAGS
 
 BASE_VARIANT = "base"
+TAG_ERRORS = ("union_tag_invalid", "union_tag_not_found")
 
 
 def read_text(path: Path, what: str = "file") -> str:
@@ -62,10 +64,11 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
     path = Path(path)
     label = str(path)
     raw = parse_yaml_mapping(read_text(path, "scenario file"), label)
+    versions = [("", raw)]  # (the flag that made it, the raw mapping), the file's own first
     for text in overrides or []:
-        raw = _override(raw, text, label)
-    _resolve_paths(raw, path.parent)
-    scenario = validate(raw, label)
+        versions.append((f"--set {text}", _override(versions[-1][1], text, label)))
+    _resolve_paths(versions[-1][1], path.parent)
+    scenario = _validate_versions(versions, label)
     resolve_variants(scenario, label)  # a bad variant is a bad file: fail now, not mid-run
     return scenario
 
@@ -74,11 +77,42 @@ def validate(raw: dict[str, Any], label: str, context: str = "") -> Scenario:
     try:
         return Scenario.model_validate(raw)
     except ValidationError as exc:
+        raise _input_error(exc.errors()[0], label, context) from None
+
+
+def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -> Scenario:
+    """Validate the last version; a failure names the `--set` that brought it in.
+
+    The error belongs to the first version that already has it: the file itself, or the first
+    `--set` after which it appears (the last one, if only the flags together cause it).
+    """
+    try:
+        return Scenario.model_validate(versions[-1][1])
+    except ValidationError as exc:
         error = exc.errors()[0]
-        where = _location(error["loc"])
-        if context:
-            where = f"{context}: {where}" if where else context
-        raise InputError(label, where, _message(error)) from None
+    owners = (flag for flag, raw in versions if _same_error(_first_error(raw), error))
+    raise _input_error(error, label, next(owners, versions[-1][0]))
+
+
+def _first_error(raw: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        Scenario.model_validate(raw)
+    except ValidationError as exc:
+        return exc.errors()[0]
+    return None
+
+
+def _same_error(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
+    return a is not None and (a["loc"], a["type"], a["msg"]) == (b["loc"], b["type"], b["msg"])
+
+
+def _input_error(error: Any, label: str, context: str) -> InputError:
+    where = _location(error["loc"])
+    if error["type"] in TAG_ERRORS:  # the discriminator key is what the user got wrong
+        where = f"{where}.{_tag_key(error)}"
+    if context:
+        where = f"{context}: {where}" if where else context
+    return InputError(label, where, _message(error))
 
 
 def resolve_variants(scenario: Scenario, label: str = "") -> list[tuple[str, Scenario]]:
@@ -113,21 +147,26 @@ def _override(raw: dict[str, Any], text: str, label: str) -> dict[str, Any]:
     try:
         path, value = parse_assignment(text)
         return apply_overrides(raw, {path: value})
-    except OverrideError as exc:
-        raise InputError(label, f"--set {text}", str(exc)) from None
+    except OverrideError as exc:  # the flag already shows the path
+        raise InputError(label, f"--set {text}", exc.problem) from None
 
 
 def _resolve_paths(node: Any, base_dir: Path) -> None:
     """Every `path:` in a scenario (traces, trace-drawn lengths) is relative to the file."""
     if isinstance(node, dict):
         for key, value in node.items():
-            if key == "path" and isinstance(value, str) and value:
+            # `path:` in a mapping, or a variant's dotted `trace.path:` override
+            if _is_path_key(key) and isinstance(value, str) and value:
                 node[key] = str((base_dir / value).resolve())
             else:
                 _resolve_paths(value, base_dir)
     elif isinstance(node, list):
         for item in node:
             _resolve_paths(item, base_dir)
+
+
+def _is_path_key(key: Any) -> bool:
+    return isinstance(key, str) and (key == "path" or key.endswith(".path"))
 
 
 def _location(loc: tuple[Any, ...]) -> str:
@@ -142,11 +181,22 @@ def _location(loc: tuple[Any, ...]) -> str:
 
 def _is_union_tag(part: str) -> bool:
     # pydantic puts the chosen member of a union into the location; users never wrote it
-    return part in UNION_TAGS or "[" in part or "(" in part
+    return part in UNION_TAGS or part in SERVICE_MODEL_TAGS or "[" in part or "(" in part
 
 
-def _message(error: dict[str, Any]) -> str:
-    if error["type"] == "extra_forbidden":
+def _tag_key(error: Any) -> str:
+    return str(error.get("ctx", {}).get("discriminator", "kind")).strip("'")
+
+
+def _message(error: Any) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
         return "unknown key (not part of the scenario format; check the spelling)"
+    if kind == "union_tag_invalid":
+        ctx = error["ctx"]
+        known = str(ctx["expected_tags"]).replace("'", "")
+        return f"unknown {_tag_key(error)} {ctx['tag']!r} (known: {known})"
+    if kind == "union_tag_not_found":
+        return "Field required"
     message = str(error["msg"])
     return message.removeprefix("Value error, ")

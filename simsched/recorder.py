@@ -1,13 +1,17 @@
-"""Columnar outcome recording: one append per decision, one DataFrame at the end.
+"""Outcome and lifecycle recording, per request, turned into a DataFrame once at the end.
 
-Metric names and shed reasons live here, in one place. Values are rounded as the reference
-rounds them (Python's `round`, to 2 decimals for times and 4 for occupancy) at the moment they
-are recorded, so the frames and summaries agree with the reference to the last digit.
+Metric names and shed reasons live here, in one place. Each request's fields are stored at its
+`seq` (its place in arrival order), so a service model can fill in its first token, finish and
+preemptions long after the dispatch decision; `order` keeps the decision order. Times and
+occupancy are rounded as the reference rounds them (Python's `round`, 2 decimals for times, 4
+for occupancy) when recorded, so frames and summaries agree with the reference to the digit.
 """
 
 from __future__ import annotations
 
 import math
+
+from simsched.requests import Request
 
 ADMITTED = "admitted"
 SHED_KV_WATERMARK = "shed_kv_watermark"
@@ -17,45 +21,59 @@ SHED_REASONS = (SHED_KV_WATERMARK, SHED_QUEUE_WAIT, SHED_TOKEN_QUOTA)
 
 STATUS_OK = 200
 STATUS_SHED = 429
+NAN = math.nan
 
 
 class Recorder:
-    """Outcome columns in decision order; `seq` ties each row to its request."""
-
-    def __init__(self) -> None:
-        self.seq: list[int] = []
-        self.status_code: list[int] = []
-        self.reason: list[str] = []
-        self.ttft_ms: list[float] = []
-        self.queue_wait_ms: list[float] = []
-        self.kv_occupancy_ratio: list[float] = []
-        self.dispatch_ms: list[float] = []
+    def __init__(self, size: int, shed_status_codes: dict[str, int] | None = None) -> None:
+        self.shed_status = dict.fromkeys(SHED_REASONS, STATUS_SHED) | (shed_status_codes or {})
+        self.order: list[int] = []  # seqs in decision order
+        self.status_code = [0] * size
+        self.reason: list[str | None] = [None] * size
+        self.ttft_ms = [NAN] * size
+        self.queue_wait_ms = [NAN] * size
+        self.kv_occupancy_ratio = [NAN] * size
+        self.dispatch_ms = [NAN] * size
+        self.first_token_ms = [NAN] * size
+        self.finish_ms = [NAN] * size
+        self.preemptions = [0] * size
+        self.replica = [-1] * size
 
     def admitted(
-        self, seq: int, now: float, wait_ms: float, ttft_ms: float, occupancy: float
+        self, seq: int, now: float, wait_ms: float, occupancy: float, ttft_ms: float = NAN
     ) -> None:
-        self._append(seq, STATUS_OK, ADMITTED, ttft_ms, wait_ms, occupancy, now)
+        """Dispatched to the cluster at `now`; `ttft_ms` when the service model knows it already."""
+        self.order.append(seq)
+        self.status_code[seq] = STATUS_OK
+        self.reason[seq] = ADMITTED
+        self.ttft_ms[seq] = round(ttft_ms, 2)
+        self.queue_wait_ms[seq] = round(wait_ms, 2)
+        self.kv_occupancy_ratio[seq] = round(occupancy, 4)
+        self.dispatch_ms[seq] = now
 
     def shed(self, seq: int, reason: str, wait_ms: float, occupancy: float) -> None:
-        self._append(seq, STATUS_SHED, reason, 0.0, wait_ms, occupancy, math.nan)
+        self.order.append(seq)
+        self.status_code[seq] = self.shed_status[reason]
+        self.reason[seq] = reason
+        self.ttft_ms[seq] = 0.0
+        self.queue_wait_ms[seq] = round(wait_ms, 2)
+        self.kv_occupancy_ratio[seq] = round(occupancy, 4)
 
-    def _append(
-        self,
-        seq: int,
-        status: int,
-        reason: str,
-        ttft_ms: float,
-        wait_ms: float,
-        occupancy: float,
-        dispatch_ms: float,
-    ) -> None:
-        self.seq.append(seq)
-        self.status_code.append(status)
-        self.reason.append(reason)
-        self.ttft_ms.append(round(ttft_ms, 2))
-        self.queue_wait_ms.append(round(wait_ms, 2))
-        self.kv_occupancy_ratio.append(round(occupancy, 4))
-        self.dispatch_ms.append(dispatch_ms)
+    # --- lifecycle, reported by the service model ------------------------------------------
+    def first_token(self, request: Request, now: float) -> None:
+        seq = request.seq
+        self.first_token_ms[seq] = now
+        if math.isnan(self.ttft_ms[seq]):
+            self.ttft_ms[seq] = round(now - request.arrival_ms, 2)
+
+    def finished(self, request: Request, now: float) -> None:
+        self.finish_ms[request.seq] = now
+
+    def placed(self, request: Request, replica: int) -> None:
+        self.replica[request.seq] = replica
+
+    def preempted(self, request: Request) -> None:
+        self.preemptions[request.seq] += 1
 
     def __len__(self) -> int:
-        return len(self.seq)
+        return len(self.order)

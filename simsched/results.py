@@ -35,6 +35,12 @@ REQUEST_COLUMNS = [
     "ttft_ms",
     "queue_wait_ms",
     "kv_occupancy_ratio",
+    "first_token_ms",
+    "finish_ms",
+    "tpot_ms",
+    "e2e_ms",
+    "preemptions",
+    "replica",
 ]
 
 
@@ -54,6 +60,7 @@ class SimulationResult:
     tenants: pd.DataFrame
     summaries: dict[str, dict[str, Any]]
     slo: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timeline: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"scenario": self.scenario.name, "comparison": self.summaries, "slo": self.slo}
@@ -63,29 +70,49 @@ def variant_frame(
     variant: str, scenario: Scenario, table: RequestTable, costs: tuple, recorder: Recorder
 ) -> pd.DataFrame:
     """One row per request, in decision order."""
-    seq = np.asarray(recorder.seq, dtype=np.int64)
+    seq = np.asarray(recorder.order, dtype=np.int64)
     service_tokens, kv_blocks = costs
     tenant_ids = np.array([t.id for t in scenario.tenants], dtype=object)
-    return pd.DataFrame(
+
+    def column(values: list, dtype=np.float64) -> np.ndarray:
+        return np.asarray(values, dtype=dtype)[seq]
+
+    frame = pd.DataFrame(
         {
             "variant": variant,
             "request_id": table.request_id[seq],
             "tenant_id": tenant_ids[table.tenant[seq]],
             "priority_class": np.array(CLASS_NAMES, dtype=object)[table.lane[seq]],
-            "status_code": np.asarray(recorder.status_code, dtype=np.int64),
-            "reason": np.asarray(recorder.reason, dtype=object),
+            "status_code": column(recorder.status_code, np.int64),
+            "reason": column(recorder.reason, object),
             "service_tokens": service_tokens[seq],
             "prefill_tokens": table.prefill_tokens[seq],
             "decode_tokens": table.decode_tokens[seq],
             "kv_blocks": kv_blocks[seq],
             "arrival_ms": table.arrival_ms[seq],
-            "dispatch_ms": np.asarray(recorder.dispatch_ms, dtype=np.float64),
-            "ttft_ms": np.asarray(recorder.ttft_ms, dtype=np.float64),
-            "queue_wait_ms": np.asarray(recorder.queue_wait_ms, dtype=np.float64),
-            "kv_occupancy_ratio": np.asarray(recorder.kv_occupancy_ratio, dtype=np.float64),
+            "dispatch_ms": column(recorder.dispatch_ms),
+            "ttft_ms": column(recorder.ttft_ms),
+            "queue_wait_ms": column(recorder.queue_wait_ms),
+            "kv_occupancy_ratio": column(recorder.kv_occupancy_ratio),
+            "first_token_ms": column(recorder.first_token_ms),
+            "finish_ms": column(recorder.finish_ms),
+            "preemptions": column(recorder.preemptions, np.int64),
+            "replica": column(recorder.replica, np.int64),
             "_seq": seq,
         }
     )
+    return _add_latencies(frame)
+
+
+def _add_latencies(frame: pd.DataFrame) -> pd.DataFrame:
+    """TPOT (mean time per output token after the first) and end-to-end latency."""
+    after_first = frame["decode_tokens"].to_numpy() - 1
+    decode_ms = frame["finish_ms"].to_numpy() - frame["first_token_ms"].to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpot = np.where(after_first > 0, decode_ms / np.maximum(after_first, 1), np.nan)
+    frame["tpot_ms"] = np.round(tpot, 3)
+    frame["e2e_ms"] = np.round(frame["finish_ms"].to_numpy() - frame["arrival_ms"].to_numpy(), 2)
+    return frame
 
 
 def summarize(frame: pd.DataFrame) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from simsched.cluster_config import ClusterConfig, TokenServerConfig
 from simsched.policies import POLICIES
 from simsched.workload.specs import ArrivalSpec, LengthSpec
 
@@ -54,16 +55,6 @@ class TraceSource(Model):
     path: Annotated[str, Field(min_length=1)]
 
 
-class Cluster(Model):
-    service_model: Literal["token_server"] = "token_server"
-    total_kv_blocks: Annotated[int, Field(gt=0)] = 1600
-    kv_block_tokens: Annotated[int, Field(gt=0)] = 16
-    service_tokens_per_ms: PositiveFloat = 45.0
-    kv_hold_factor: PositiveFloat = 5.5
-    prefill_tokens_per_ms: PositiveFloat = 48.0
-    min_prefill_ms: NonNegativeFloat = 8.0
-
-
 class Scheduler(Model):
     policy: str = "service_token_drr"
     prefill_weight: Annotated[int, Field(gt=0)] = 1
@@ -79,6 +70,7 @@ class Scheduler(Model):
 
 
 Watermark = Annotated[float, Field(gt=0, le=1)]
+ShedReason = Literal["shed_kv_watermark", "shed_queue_wait_slo", "shed_tenant_token_quota"]
 
 
 class Admission(Model):
@@ -88,12 +80,24 @@ class Admission(Model):
     batch_kv_watermark: Watermark = 0.65
     max_interactive_wait_ms: PositiveFloat = 420.0
     max_batch_wait_ms: PositiveFloat = 3500.0
+    # The HTTP status a shed request gets, per reason; gateways often answer overload with 503.
+    shed_status_codes: dict[ShedReason, Annotated[int, Field(ge=400, le=599)]] = Field(
+        default_factory=dict
+    )
 
     @model_validator(mode="after")
     def _batch_below_interactive(self) -> Admission:
         if self.batch_kv_watermark > self.interactive_kv_watermark:
             raise ValueError("batch_kv_watermark must not exceed interactive_kv_watermark")
         return self
+
+
+class Timeline(Model):
+    """Sampling of cluster and queue state over time (timeline.csv, report plots)."""
+
+    enabled: bool = True
+    # Sampling period; null chooses one giving about 2000 samples over the workload's span.
+    interval_ms: PositiveFloat | None = None
 
 
 class Slo(Model):
@@ -112,10 +116,11 @@ class Scenario(Model):
     seed: Annotated[int, Field(ge=0)] = 0
     tenants: Annotated[list[Tenant], Field(min_length=1)]
     trace: TraceSource | None = None
-    cluster: Cluster = Field(default_factory=Cluster)
+    cluster: ClusterConfig = Field(default_factory=TokenServerConfig)
     scheduler: Scheduler = Field(default_factory=Scheduler)
     admission: Admission = Field(default_factory=Admission)
     slo: Slo = Field(default_factory=Slo)
+    timeline: Timeline = Field(default_factory=Timeline)
     variants: list[Variant] = Field(default_factory=list)
 
     @field_validator("tenants")

@@ -18,6 +18,7 @@ from simsched.results import (
     variant_frame,
 )
 from simsched.scenario import Scenario
+from simsched.timeline import TIMELINE_COLUMNS
 from simsched.workload import RequestTable, build_workload
 
 Progress = Callable[[str], None]
@@ -29,15 +30,16 @@ def simulate(
     """Run the scenario's variants (all, or those named) and collect their results."""
     chosen = select_variants(resolve_variants(scenario), variants, scenario.name)
     workloads: dict[str, RequestTable] = {}
-    frames, tenants, summaries, slo = [], [], {}, {}
+    frames, tenants, timelines, summaries, slo = [], [], [], {}, {}
     for name, resolved in chosen:
         if progress:
             progress(f"variant {name}: building workload")
         table = _workload(resolved, workloads)
         if progress:
             progress(f"variant {name}: simulating {len(table):,} requests")
-        recorder = run_variant(resolved, table)
-        frame = variant_frame(name, resolved, table, request_costs(resolved, table), recorder)
+        run = run_variant(resolved, table)
+        frame = variant_frame(name, resolved, table, request_costs(resolved, table), run.recorder)
+        timelines.append(run.timeline.assign(variant=name))
         summaries[name] = summarize(frame)
         rows = tenant_rows(name, resolved, frame)
         slo[name] = slo_verdict(resolved, summaries[name], rows)
@@ -51,6 +53,7 @@ def simulate(
         tenants=pd.DataFrame(tenants),
         summaries=summaries,
         slo=slo,
+        timeline=pd.concat(timelines, ignore_index=True)[["variant", *TIMELINE_COLUMNS]],
     )
 
 
