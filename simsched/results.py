@@ -61,9 +61,15 @@ class SimulationResult:
     summaries: dict[str, dict[str, Any]]
     slo: dict[str, dict[str, Any]] = field(default_factory=dict)
     timeline: pd.DataFrame = field(default_factory=pd.DataFrame)
+    fairness: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {"scenario": self.scenario.name, "comparison": self.summaries, "slo": self.slo}
+        return {
+            "scenario": self.scenario.name,
+            "comparison": self.summaries,
+            "slo": self.slo,
+            "fairness": self.fairness,
+        }
 
 
 def variant_frame(

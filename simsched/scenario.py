@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from simsched.cluster_config import ClusterConfig, TokenServerConfig
 from simsched.policies import POLICIES
 from simsched.workload.specs import ArrivalSpec, LengthSpec
+from simsched.workload.trace_specs import TenantTrace
 
 PriorityClass = Literal["interactive", "batch"]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -37,11 +38,14 @@ class Tenant(Model):
     priority: PriorityClass = "interactive"
     quota: Quota | None = None
     arrivals: ArrivalSpec | None = None
+    trace: TenantTrace | None = None  # replay a trace: every row is this tenant's
     prefill_tokens: LengthSpec | None = None
     decode_tokens: LengthSpec | None = None
 
     @model_validator(mode="after")
     def _generated_requests_need_sizes(self) -> Tenant:
+        if self.arrivals is not None and self.trace is not None:
+            raise ValueError("give either arrivals or trace, not both")
         if self.arrivals is not None:
             for key in ("prefill_tokens", "decode_tokens"):
                 if getattr(self, key) is None:

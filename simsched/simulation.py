@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from simsched.engine import request_costs, run_variant
+from simsched.fairness import fairness_summary
 from simsched.loading import resolve_variants, select_variants
 from simsched.results import (
     REQUEST_COLUMNS,
@@ -30,7 +31,7 @@ def simulate(
     """Run the scenario's variants (all, or those named) and collect their results."""
     chosen = select_variants(resolve_variants(scenario), variants, scenario.name)
     workloads: dict[str, RequestTable] = {}
-    frames, tenants, timelines, summaries, slo = [], [], [], {}, {}
+    frames, tenants, timelines, summaries, slo, fairness = [], [], [], {}, {}, {}
     for name, resolved in chosen:
         if progress:
             progress(f"variant {name}: building workload")
@@ -43,6 +44,7 @@ def simulate(
         summaries[name] = summarize(frame)
         rows = tenant_rows(name, resolved, frame)
         slo[name] = slo_verdict(resolved, summaries[name], rows)
+        fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
         frames.append(frame.sort_values("_seq", kind="stable"))
         tenants.extend(rows)
     requests = pd.concat(frames, ignore_index=True)[REQUEST_COLUMNS]
@@ -53,6 +55,7 @@ def simulate(
         tenants=pd.DataFrame(tenants),
         summaries=summaries,
         slo=slo,
+        fairness=fairness,
         timeline=pd.concat(timelines, ignore_index=True)[["variant", *TIMELINE_COLUMNS]],
     )
 

@@ -11,6 +11,7 @@ from simsched.errors import InputError
 from simsched.workload.generators import generate_tenant
 from simsched.workload.table import RequestTable, merge_sorted
 from simsched.workload.trace_csv import read_trace_csv
+from simsched.workload.trace_specs import tenant_trace_table
 
 
 def build_workload(scenario) -> RequestTable:
@@ -18,6 +19,11 @@ def build_workload(scenario) -> RequestTable:
         generate_tenant(tenant, index, tenant_rng(scenario.seed, tenant.id))
         for index, tenant in enumerate(scenario.tenants)
         if tenant.arrivals is not None
+    ]
+    tables += [
+        tenant_trace_table(tenant.trace, tenant, index)
+        for index, tenant in enumerate(scenario.tenants)
+        if tenant.trace is not None
     ]
     if scenario.trace is not None:
         tables.append(read_trace_csv(scenario.trace.path, scenario.tenants))
