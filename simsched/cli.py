@@ -15,7 +15,7 @@ import typer
 
 from simsched.describe import describe_scenario
 from simsched.errors import InputError
-from simsched.loading import load_scenario
+from simsched.loading import load_scenario, resolve_variants, select_variants
 from simsched.output import write_result
 from simsched.simulation import simulate
 from simsched.tables import comparison_table
@@ -34,27 +34,37 @@ class Format(str, Enum):
     json = "json"
 
 
-FileArg = Annotated[Path, typer.Argument(help="Scenario YAML file.", show_default=False)]
+FileArg = Annotated[
+    Path, typer.Argument(help="Scenario YAML file.", metavar="FILE", show_default=False)
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set", metavar="PATH=VALUE", help="Override a setting: dotted.path=value (repeatable)."
+    ),
+]
 
 
 @app.command()
 def scenario(
     file: FileArg,
     variant: Annotated[
-        list[str] | None, typer.Option("--variant", help="Run only this variant (repeatable).")
-    ] = None,
-    set_: Annotated[
         list[str] | None,
-        typer.Option("--set", help="Override a setting: dotted.path=value (repeatable)."),
+        typer.Option("--variant", metavar="NAME", help="Run only this variant (repeatable)."),
     ] = None,
+    set_: SetOption = None,
     out: Annotated[
         Path | None,
-        typer.Option(help="Write requests.csv, tenants.csv and summary.json to this folder."),
+        typer.Option(
+            metavar="DIR", help="Write requests.csv, tenants.csv and summary.json to this folder."
+        ),
     ] = None,
     format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
 ) -> None:
     """Run a scenario's variants on the same workload and compare them."""
     loaded = load_scenario(file, set_)
+    # checked here, not only inside simulate(), so that the message names the file
+    select_variants(resolve_variants(loaded, str(file)), variant, str(file))
     result = simulate(loaded, variant, progress=_progress_printer())
     if out is not None:
         write_result(result, out)
@@ -65,13 +75,7 @@ def scenario(
 
 
 @app.command()
-def validate(
-    file: FileArg,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Override a setting: dotted.path=value (repeatable)."),
-    ] = None,
-) -> None:
+def validate(file: FileArg, set_: SetOption = None) -> None:
     """Check a scenario (and its trace) and describe it in a few lines."""
     typer.echo(describe_scenario(load_scenario(file, set_)))
 
@@ -84,23 +88,22 @@ def _progress_printer():
 
 
 def main() -> None:
-    try:
-        app(standalone_mode=False)
-    except InputError as exc:
-        typer.echo(str(exc), err=True)
-        sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
+    """The console script: bad input is one stderr line and exit status 2, never a traceback.
 
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+    The app runs in click's standalone mode, so usage errors (unknown option, missing argument)
+    get click's own message and exit status 2 whichever click typer ships with. Only our
+    `InputError` passes through it; any other exception is a bug and keeps its traceback.
+    """
+    try:
+        app()
+    except InputError as exc:
+        typer.echo(_one_line(str(exc)), err=True)
+        sys.exit(2)
+
+
+def _one_line(message: str) -> str:
+    # messages quoted from parsers (YAML, CSV) may carry newlines; a user gets a single line
+    return " ".join(message.split())
 
 
 if __name__ == "__main__":

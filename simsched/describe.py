@@ -18,7 +18,7 @@ def describe_scenario(scenario: Scenario) -> str:
         f"  {len(table):,} requests from {len(scenario.tenants)} tenants over {span_s:,.3f} s",
     ]
     for tenant, count in zip(scenario.tenants, counts, strict=True):
-        source = tenant.arrivals.kind if tenant.arrivals else "trace"
+        source = _source(tenant, scenario)
         lines.append(
             f"  - {tenant.id}: {tenant.priority}, weight {tenant.weight:g}, "
             f"{count:,} requests ({source})"
@@ -31,3 +31,12 @@ def describe_scenario(scenario: Scenario) -> str:
     names = [name for name, _ in resolve_variants(scenario)]
     lines.append(f"  variants: {', '.join(names)}")
     return "\n".join(lines)
+
+
+def _source(tenant, scenario: Scenario) -> str:
+    """Where a tenant's requests come from; "none" flags a tenant that can send nothing."""
+    if tenant.arrivals is not None:
+        return tenant.arrivals.kind
+    if tenant.trace is not None:
+        return f"{tenant.trace.format} trace"
+    return "trace" if scenario.trace is not None else "none"

@@ -6,15 +6,16 @@ and exit 2.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from simsched.cluster_config import SERVICE_MODEL_TAGS
 from simsched.errors import InputError
 from simsched.overrides import OverrideError, apply_overrides, parse_assignment
-from simsched.cluster_config import SERVICE_MODEL_TAGS
 from simsched.scenario import Scenario
 from simsched.workload.specs import UNION_TAGS
 
@@ -44,9 +45,38 @@ def read_text(path: Path, what: str = "file") -> str:
     return text
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping.
+
+    PyYAML silently keeps the last of two equal keys, so a second `cluster:` section would
+    quietly replace the first; a scenario file should say what it means once.
+    """
+
+
+def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults` may repeat keys
+            continue
+        key = loader.construct_object(key_node)
+        if not isinstance(key, Hashable):
+            continue  # construct_mapping reports it
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
+)
+
+
 def parse_yaml_mapping(text: str, label: str) -> dict[str, Any]:
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: builds plain data only
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}" if mark is not None else ""

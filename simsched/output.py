@@ -21,20 +21,35 @@ SUMMARY_FILE = "summary.json"
 
 
 def write_result(result: SimulationResult, out_dir: str | Path) -> list[Path]:
+    """Write the three files into `out_dir` (created if needed); the written paths, sorted."""
     target = Path(out_dir)
     if target.exists() and not target.is_dir():
         raise InputError(str(target), "--out", "exists and is not a folder")
-    parent = target.resolve().parent
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=parent))
-    except OSError as exc:
+        staging = _staging_folder(target)
+        try:
+            _write_files(result, staging)
+            return _move_into_place(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    except OSError as exc:  # no permission, disk full, a read-only place: the user's to fix
         raise InputError(str(target), "--out", f"cannot write: {exc.strerror or exc}") from None
-    try:
-        _write_files(result, staging)
-        return _move_into_place(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _staging_folder(target: Path) -> Path:
+    """An empty folder beside `target`, on the same file system so that moves are renames."""
+    parent = target.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=parent))
+    # mkdtemp makes a private (0700) folder; a new output folder gets the usual permissions
+    staging.chmod(0o777 & ~_umask())
+    return staging
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # the only way to read it is to set it, then restore it at once
+    os.umask(mask)
+    return mask
 
 
 def _write_files(result: SimulationResult, folder: Path) -> None:

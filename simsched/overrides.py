@@ -21,13 +21,27 @@ _INDEX = re.compile(r"\[(\d+)\]")
 
 
 class OverrideError(ValueError):
-    """An override whose path cannot be followed."""
+    """An override whose path cannot be followed.
+
+    `problem` says what is wrong without repeating the path, for callers that already show it
+    (`--set PATH=VALUE: problem`); `str()` is `path: problem`.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}" if path else problem)
 
 
 def split_path(path: str) -> list[str]:
+    """`tenants[1].weight` or `tenants.1.weight` -> ["tenants", "1", "weight"]."""
     segments = _INDEX.sub(r".\1", path.strip()).split(".")
-    if not path.strip() or any(not s for s in segments):
-        raise OverrideError(f"malformed path {path!r}")
+    if not path.strip():
+        raise OverrideError(path, "empty path")
+    if any(not s.strip() for s in segments):
+        raise OverrideError(path, "malformed path (an empty segment)")
+    if any("[" in s or "]" in s for s in segments):
+        raise OverrideError(path, "malformed path (an index is written [0], [1], ...)")
     return segments
 
 
@@ -35,11 +49,11 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     """`a.b=value` -> ("a.b", value), the value read as a YAML scalar or flow collection."""
     path, sep, value = text.partition("=")
     if not sep or not path.strip():
-        raise OverrideError(f"expected PATH=VALUE, got {text!r}")
+        raise OverrideError("", f"expected PATH=VALUE, got {text!r}")
     try:
         parsed = yaml.safe_load(value) if value.strip() else ""
     except yaml.YAMLError:
-        parsed = value
+        parsed = value  # not YAML (an unclosed bracket, say): take the text as it is
     return path.strip(), parsed
 
 
@@ -53,37 +67,49 @@ def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
 
 def _set_path(node: Any, segments: list[str], value: Any, path: str) -> None:
     *parents, last = segments
-    for segment in parents:
-        node = _child(node, segment, path)
-    _assign(node, last, value, path)
+    for depth, segment in enumerate(parents):
+        node = _child(node, segment, path, _walked(segments, depth))
+    _assign(node, last, value, path, _walked(segments, len(parents)))
 
 
-def _child(node: Any, segment: str, path: str) -> Any:
+def _walked(segments: list[str], depth: int) -> str:
+    # the part of the path already followed, to name the value that stops us
+    return ".".join(segments[:depth]) or "the top level"
+
+
+def _child(node: Any, segment: str, path: str, walked: str) -> Any:
     if isinstance(node, dict):
+        # a missing or empty section is created, so a default can be overridden; the scenario
+        # models then reject any key that is not part of the format
         if segment not in node or node[segment] is None:
             node[segment] = {}
         return node[segment]
     if isinstance(node, list):
-        return node[_list_index(node, segment, path)]
-    raise OverrideError(f"{path}: {segment!r} is inside a value that is not a mapping or list")
+        return node[_list_index(node, segment, path, walked)]
+    raise _not_a_container(node, path, walked)
 
 
-def _assign(node: Any, segment: str, value: Any, path: str) -> None:
+def _assign(node: Any, segment: str, value: Any, path: str, walked: str) -> None:
     if isinstance(node, dict):
         node[segment] = value
     elif isinstance(node, list):
-        node[_list_index(node, segment, path)] = value
+        node[_list_index(node, segment, path, walked)] = value
     else:
-        raise OverrideError(f"{path}: {segment!r} is inside a value that is not a mapping or list")
+        raise _not_a_container(node, path, walked)
 
 
-def _list_index(items: list[Any], segment: str, path: str) -> int:
-    if segment.isdigit():
+def _not_a_container(node: Any, path: str, walked: str) -> OverrideError:
+    return OverrideError(path, f"{walked} is {node!r}, not a mapping or list")
+
+
+def _list_index(items: list[Any], segment: str, path: str, walked: str) -> int:
+    if segment.isdecimal():
         index = int(segment)
         if index < len(items):
             return index
-        raise OverrideError(f"{path}: index {index} is out of range (the list has {len(items)})")
+        count = f"{len(items)} element{'s' if len(items) != 1 else ''}"
+        raise OverrideError(path, f"index {index} is out of range ({walked} has {count})")
     for index, item in enumerate(items):
         if isinstance(item, dict) and segment in (item.get("id"), item.get("name")):
             return index
-    raise OverrideError(f"{path}: no element with id or name {segment!r}")
+    raise OverrideError(path, f"{walked} has no element with id or name {segment!r}")

@@ -133,6 +133,12 @@ class Scenario(Model):
         _reject_duplicates([t.id for t in tenants], "tenant id")
         return tenants
 
+    @model_validator(mode="after")
+    def _someone_sends_requests(self) -> Scenario:
+        if self.trace is None and all(t.arrivals is None and t.trace is None for t in self.tenants):
+            raise ValueError("no tenant sends requests (no arrivals, no trace, no scenario trace)")
+        return self
+
     @field_validator("variants")
     @classmethod
     def _unique_variant_names(cls, variants: list[Variant]) -> list[Variant]:

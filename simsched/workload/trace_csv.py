@@ -8,6 +8,9 @@ as `FILE line N: ...`, the line as a text editor counts it (the header is line 1
 
 from __future__ import annotations
 
+import csv
+import io
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +20,7 @@ from simsched.errors import InputError
 from simsched.requests import CLASS_INDEX
 from simsched.workload.table import RequestTable
 
+MAX_TOKENS = 2**31 - 1  # far beyond any real request; keeps token arithmetic inside int64
 REQUIRED = ("request_id", "tenant_id", "arrival_ms", "prefill_tokens", "decode_tokens")
 OPTIONAL = ("priority_class",)
 COLUMNS = REQUIRED + OPTIONAL
@@ -46,22 +50,46 @@ def read_trace_csv(path: str | Path, tenants: list, *, label: str | None = None)
 def _read_frame(path: Path, label: str) -> pd.DataFrame:
     from simsched.loading import read_text  # same checks as for scenario files
 
-    read_text(path, "trace file")
+    try:
+        text = read_text(path, "trace file")
+    except InputError as exc:  # name the trace as every other trace message does
+        raise InputError(label, exc.where, exc.message) from None
     text_columns = {name: str for name in TEXT_COLUMNS}
     try:
-        frame = pd.read_csv(
-            path,
-            dtype=text_columns,
-            keep_default_na=False,
-            na_values={c: [""] for c in REQUIRED if c not in text_columns},
-            skip_blank_lines=False,
-            skipinitialspace=True,
-        )
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(label, "", f"not a readable CSV: {str(exc).strip()}") from None
+        with warnings.catch_warnings():
+            # with index_col=False pandas only warns, and drops data, when a row is too long
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(
+                io.StringIO(text),
+                dtype=text_columns,
+                index_col=False,  # never take a surplus first field for a row label
+                keep_default_na=False,
+                na_values={c: [""] for c in REQUIRED if c not in text_columns},
+                skip_blank_lines=False,
+                skipinitialspace=True,
+            )
+    except (pd.errors.ParserError, pd.errors.ParserWarning) as exc:
+        raise _too_long_row(text, label) or _unreadable(label, exc) from None
+    except pd.errors.EmptyDataError as exc:
+        raise _unreadable(label, exc) from None
     frame.columns = [str(c).strip() for c in frame.columns]
     frame.index = frame.index + 2  # the line each row came from
     return frame
+
+
+def _too_long_row(text: str, label: str) -> InputError | None:
+    """The first row with more fields than the header (pandas' own message is vaguer)."""
+    reader = csv.reader(io.StringIO(text))
+    width = len(next(reader, []))
+    for row in reader:
+        if len(row) > width:
+            message = f"{len(row)} fields, but the header names {width}"
+            return _fail(label, reader.line_num, message)
+    return None
+
+
+def _unreadable(label: str, exc: Exception) -> InputError:
+    return InputError(label, "", f"not a readable CSV: {str(exc).strip()}")
 
 
 def _check_columns(frame: pd.DataFrame, label: str) -> None:
@@ -128,6 +156,7 @@ def _numbers(frame: pd.DataFrame, column: str, label: str, *, integer: bool) -> 
     checks = [(~np.isfinite(values), "is not a number"), (values < 0, "is negative")]
     if integer:
         checks.append((values != np.floor(values), "is not a whole number"))
+        checks.append((values > MAX_TOKENS, f"is above {MAX_TOKENS}"))
     for mask, what in checks:  # NaN fails the first check, so later ones never see it
         if mask.any():
             position = int(np.argmax(mask))
