@@ -19,6 +19,9 @@ from simsched.loading import load_scenario, resolve_variants, select_variants
 from simsched.output import write_result
 from simsched.simulation import simulate
 from simsched.tables import comparison_table
+from simsched.workload import build_workload
+from simsched.workload.inspect import workload_stats, write_trace_csv
+from simsched.workload.servegen import import_servegen, write_scenario_yaml
 
 app = typer.Typer(
     add_completion=False,
@@ -78,6 +81,52 @@ def scenario(
 def validate(file: FileArg, set_: SetOption = None) -> None:
     """Check a scenario (and its trace) and describe it in a few lines."""
     typer.echo(describe_scenario(load_scenario(file, set_)))
+
+
+@app.command()
+def workload(
+    file: FileArg,
+    set_: SetOption = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(metavar="TRACE.csv", help="Write the generated requests as a trace CSV."),
+    ] = None,
+) -> None:
+    """Describe a scenario's workload per tenant; optionally freeze it as a trace CSV."""
+    loaded = load_scenario(file, set_)
+    table = build_workload(loaded)
+    tenant_ids = loaded.tenant_ids()
+    typer.echo(workload_stats(table, tenant_ids).to_string(index=False, float_format="%.3f"))
+    if out is not None:
+        write_trace_csv(table, tenant_ids, out)
+        typer.echo(f"wrote {len(table):,} requests to {out}")
+
+
+import_app = typer.Typer(help="Turn public workload data into scenarios.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+
+@import_app.command("servegen")
+def import_servegen_command(
+    directory: Annotated[
+        Path, typer.Argument(metavar="DIR", help="A ServeGen per-client data folder.")
+    ],
+    top: Annotated[int, typer.Option(help="The K largest clients become tenants.")] = 5,
+    start_window: Annotated[int, typer.Option(help="First 10-minute window to use.")] = 0,
+    windows: Annotated[
+        int | None, typer.Option(help="How many windows (default: to the end of the data).")
+    ] = None,
+    rate_scale: Annotated[float, typer.Option(help="Multiply every rate by this.")] = 1.0,
+    out: Annotated[Path, typer.Option(metavar="SCENARIO.yaml", help="Where to write.")] = Path(
+        "servegen_tenants.yaml"
+    ),
+) -> None:
+    """Build a scenario from ServeGen data: top clients as tenants, the rest as one long tail."""
+    mapping = import_servegen(
+        directory, top, start_window=start_window, windows=windows, rate_scale=rate_scale
+    )
+    write_scenario_yaml(mapping, out)
+    typer.echo(f"wrote {out}: {len(mapping['tenants'])} tenants")
 
 
 def _progress_printer():

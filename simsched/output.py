@@ -18,10 +18,11 @@ from simsched.results import SimulationResult
 REQUESTS_FILE = "requests.csv"
 TENANTS_FILE = "tenants.csv"
 SUMMARY_FILE = "summary.json"
+TIMELINE_FILE = "timeline.csv"
 
 
 def write_result(result: SimulationResult, out_dir: str | Path) -> list[Path]:
-    """Write the three files into `out_dir` (created if needed); the written paths, sorted."""
+    """Write the result files into `out_dir` (created if needed); the written paths, sorted."""
     target = Path(out_dir)
     if target.exists() and not target.is_dir():
         raise InputError(str(target), "--out", "exists and is not a folder")
@@ -54,9 +55,13 @@ def _umask() -> int:
 
 def _write_files(result: SimulationResult, folder: Path) -> None:
     requests = result.requests.copy()
-    requests["dispatch_ms"] = requests["dispatch_ms"].round(4)
+    for column in ("dispatch_ms", "first_token_ms", "finish_ms"):
+        requests[column] = requests[column].round(4)
     requests.to_csv(folder / REQUESTS_FILE, index=False, lineterminator="\n")
     result.tenants.to_csv(folder / TENANTS_FILE, index=False, lineterminator="\n")
+    timeline = result.timeline.copy()
+    timeline["time_ms"] = timeline["time_ms"].round(4)
+    timeline.to_csv(folder / TIMELINE_FILE, index=False, lineterminator="\n")
     with open(folder / SUMMARY_FILE, "w", encoding="utf-8") as f:
         json.dump(result.to_json_dict(), f, indent=2)
         f.write("\n")
