@@ -146,7 +146,12 @@ def test_set_applies_before_the_variants(baseline: dict[str, Any]) -> None:
 def test_out_writes_the_three_files(tmp_path: Path) -> None:
     out = tmp_path / "results"
     invoke("scenario", SCENARIO, "--out", str(out))
-    assert sorted(p.name for p in out.iterdir()) == ["requests.csv", "summary.json", "tenants.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "requests.csv",
+        "summary.json",
+        "tenants.csv",
+        "timeline.csv",
+    ]
     requests = read_csv(out / "requests.csv")
     columns = list(requests[0])
     assert [c for c in columns if c in REQUEST_COLUMNS] == list(REQUEST_COLUMNS)

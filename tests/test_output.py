@@ -19,7 +19,7 @@ from simsched.simulation import simulate
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"
-FILES = ["requests.csv", "summary.json", "tenants.csv"]
+FILES = ["requests.csv", "summary.json", "tenants.csv", "timeline.csv"]
 
 
 def run(monkeypatch: pytest.MonkeyPatch, *args: str) -> int | str | None:
