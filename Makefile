@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint format bench validate clean
+.PHONY: run test lint format bench validate traces clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,16 @@ bench: $(STAMP)
 
 validate: $(DEV_STAMP)
 	$(BIN)/python -m pytest -m validation tests/validation
+
+# Link the public trace files that scenarios/azure_replay.yaml reads, where a shared copy exists.
+SHARED_TRACES ?= ../shared/data/traces
+traces:
+	mkdir -p scenarios/data
+	@if [ -d "$(SHARED_TRACES)" ]; then \
+		for f in azure_llm_2023_conv.csv azure_llm_2023_code.csv; do \
+			ln -sf "$$(cd $(SHARED_TRACES) && pwd)/$$f" scenarios/data/$$f; done; \
+		echo "linked the Azure traces into scenarios/data/"; \
+	else echo "no $(SHARED_TRACES): download the traces as scenarios/README.md says"; fi
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache bench-out
