@@ -427,6 +427,7 @@ def test_a_good_trace_scenario_runs(
         "requests.csv",
         "summary.json",
         "tenants.csv",
+        "timeline.csv",
     ]
 
 
