@@ -39,6 +39,7 @@ def _title(result: SimulationResult) -> str:
 def _overall_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
     summaries = [result.summaries[v] for v in result.variants]
     slo = [result.slo[v] for v in result.variants]
+    fairness = [result.fairness[v] for v in result.variants]
     limit = result.scenario.slo.interactive_ttft_ms
     rows = [
         ("  submitted", [str(s["total_requests"]) for s in summaries]),
@@ -64,6 +65,11 @@ def _overall_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
         ),
         ("  peak KV occupancy", [f"{s['peak_kv_occupancy_ratio']:.4f}" for s in summaries]),
         (f"  interactive p99 TTFT <= {limit:g} ms", [_verdict(v["met"]) for v in slo]),
+        ("  Jain index (weight-normalised)", [f"{f['jain_index']:.4f}" for f in fairness]),
+        (
+            "  max backlogged service gap",
+            [f"{f['max_backlogged_service_gap']:.0f}" for f in fairness],
+        ),
     ]
     return rows
 
