@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from simsched.commands import register as register_analysis_commands
 from simsched.describe import describe_scenario
 from simsched.errors import InputError
 from simsched.loading import load_scenario, resolve_variants, select_variants
@@ -63,6 +64,10 @@ def scenario(
         ),
     ] = None,
     format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+    report: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="Write PNG plots and an index.html to this folder."),
+    ] = None,
 ) -> None:
     """Run a scenario's variants on the same workload and compare them."""
     loaded = load_scenario(file, set_)
@@ -71,6 +76,10 @@ def scenario(
     result = simulate(loaded, variant, progress=_progress_printer())
     if out is not None:
         write_result(result, out)
+    if report is not None:
+        from simsched.report import write_report  # matplotlib is slow to import: only when asked
+
+        write_report(result, report)
     if format is Format.json:
         typer.echo(json.dumps(result.to_json_dict(), indent=2))
     else:
@@ -101,6 +110,8 @@ def workload(
         write_trace_csv(table, tenant_ids, out)
         typer.echo(f"wrote {len(table):,} requests to {out}")
 
+
+register_analysis_commands(app)
 
 import_app = typer.Typer(help="Turn public workload data into scenarios.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
