@@ -1,6 +1,8 @@
 """`make bench`: simsched against the reference loop on the same generated trace.
 
-For each size it writes a noisy-neighbor-like trace (benchmarks/make_trace.py), then times, as
+First it generates and simulates a million-request multi-tenant Poisson scenario
+(benchmarks/poisson_1m.yaml) and prints each phase's time and the peak memory. Then, for each
+size, it writes a noisy-neighbor-like trace (benchmarks/make_trace.py), then times, as
 whole processes, `simsched scenario benchmarks/bench.yaml --out DIR` (DRR with admission) and the
 reference loop doing the same work (benchmarks/reference_run.py: read the CSV, simulate, write
 the outcomes), alternating them. It prints median wall times, their ratio, peak RSS, and how
@@ -14,6 +16,7 @@ The reference lives outside the project (../shared/reference); without it, only 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -74,12 +77,30 @@ def run_size(size: int, repeat: int) -> dict[str, float]:
     return result
 
 
+def phases(scenario: str) -> dict[str, float]:
+    """Generation and simulation times of one scenario, in a fresh process."""
+    script = str(REPO / "benchmarks" / "phases.py")
+    command = [sys.executable, script, str(REPO / "benchmarks" / scenario)]
+    return json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+
+
+def report_phases(title: str, scenario: str) -> None:
+    r = phases(scenario)
+    print(
+        f"{title}: {r['requests']:,} requests; generate {r['generate_s']:.2f} s, "
+        f"simulate {r['simulate_s']:.2f} s ({r['requests_per_s']:,} requests/s), "
+        f"results {r['results_s']:.2f} s, peak RSS {r['peak_rss_mib']} MiB",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="simsched vs the reference loop")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 500_000])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
+    report_phases("1M-request multi-tenant Poisson scenario", "poisson_1m.yaml")
     results = {}
     for size in args.sizes:
         results[size] = r = run_size(size, args.repeat)

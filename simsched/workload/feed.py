@@ -20,20 +20,21 @@ from simsched.requests import Request
 from simsched.timing import ARRIVAL, At, delay_until
 from simsched.workload.table import RequestTable
 
+CHUNK = 65_536  # rows turned into Python values at a time: bounded memory, numpy speed
+
 
 class Feed:
     def __init__(self, table: RequestTable, service_tokens: np.ndarray, kv_blocks: np.ndarray):
-        columns = zip(
-            table.tenant.tolist(),
-            table.lane.tolist(),
-            table.arrival_ms.tolist(),
-            table.prefill_tokens.tolist(),
-            table.decode_tokens.tolist(),
-            service_tokens.tolist(),
-            kv_blocks.tolist(),
-            strict=True,
+        columns = (
+            table.tenant,
+            table.lane,
+            table.arrival_ms,
+            table.prefill_tokens,
+            table.decode_tokens,
+            service_tokens,
+            kv_blocks,
         )
-        self._requests = (Request(seq, *row) for seq, row in enumerate(columns))
+        self._requests = _requests(columns, len(table))
         self._next: Request | None = next(self._requests, None)
 
     @property
@@ -63,3 +64,10 @@ class Feed:
                 yield At(env, delay_until(env.now, arrival), ARRIVAL)
             for request in self.take_until(arrival):
                 deliver(request)
+
+
+def _requests(columns: tuple[np.ndarray, ...], size: int) -> Iterator[Request]:
+    for start in range(0, size, CHUNK):
+        rows = zip(*(column[start : start + CHUNK].tolist() for column in columns), strict=True)
+        for seq, row in enumerate(rows, start):
+            yield Request(seq, *row)
