@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from simsched.cli_options import FileArg, Format, SetOption
 from simsched.commands import register as register_analysis_commands
 from simsched.describe import describe_scenario
 from simsched.errors import InputError
@@ -31,22 +31,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     help="Simulate multi-tenant LLM inference serving: fair queueing, quotas, admission control.",
 )
-
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-
-
-FileArg = Annotated[
-    Path, typer.Argument(help="Scenario YAML file.", metavar="FILE", show_default=False)
-]
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set", metavar="PATH=VALUE", help="Override a setting: dotted.path=value (repeatable)."
-    ),
-]
 
 
 @app.command()

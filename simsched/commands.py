@@ -8,29 +8,14 @@ input, which the console script turns into one line and exit status 2).
 from __future__ import annotations
 
 import json
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from simsched.cli_options import FileArg, Format, SetOption
 from simsched.errors import InputError
 from simsched.progress import ProgressLine
-
-FileArg = Annotated[
-    Path, typer.Argument(help="Scenario YAML file.", metavar="FILE", show_default=False)
-]
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set", metavar="PATH=VALUE", help="Override a setting: dotted.path=value (repeatable)."
-    ),
-]
-
-
-class PlanFormat(str, Enum):
-    table = "table"
-    json = "json"
 
 
 def sweep(
@@ -136,9 +121,7 @@ def plan(
         typer.Option(metavar="NAME", help="The variant the SLOs judge (default: the last)."),
     ] = None,
     set_: SetOption = None,
-    format: Annotated[PlanFormat, typer.Option("--format", help="Output format.")] = (
-        PlanFormat.table
-    ),
+    format: Annotated[Format, typer.Option("--format", help="Output format.")] = (Format.table),
 ) -> None:
     """Find the smallest capacity (or largest load) that meets every SLO, by bisection."""
     from simsched.plan import plan as run_plan
@@ -147,7 +130,7 @@ def plan(
         raise InputError(str(file), "--vary", "give either --vary PATH or --maximize PATH")
     knob = vary or maximize
     line = ProgressLine("plan")
-    show = _probe_printer(knob) if format is PlanFormat.table else _probe_note(line)
+    show = _probe_printer(knob) if format is Format.table else _probe_note(line)
     result = run_plan(
         file,
         knob,
@@ -160,7 +143,7 @@ def plan(
         on_probe=show,
     )
     line.close()
-    if format is PlanFormat.json:
+    if format is Format.json:
         typer.echo(json.dumps(result.to_json_dict(), indent=2))
         return
     typer.echo(result.message)
