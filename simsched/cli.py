@@ -18,11 +18,14 @@ from simsched.describe import describe_scenario
 from simsched.errors import InputError
 from simsched.loading import load_scenario, resolve_variants, select_variants
 from simsched.output import write_result
+from simsched.progress import ProgressLine
 from simsched.simulation import simulate
 from simsched.tables import comparison_table
 from simsched.workload import build_workload
 from simsched.workload.inspect import workload_stats, write_trace_csv
 from simsched.workload.servegen import import_servegen, write_scenario_yaml
+
+LONG_RUN_REQUESTS = 100_000
 
 app = typer.Typer(
     add_completion=False,
@@ -125,10 +128,21 @@ def import_servegen_command(
 
 
 def _progress_printer():
-    """Progress lines on stderr, only when a person is watching it."""
-    if not sys.stderr.isatty():
-        return None
-    return lambda message: typer.echo(f"... {message}", err=True)
+    """A progress line per variant on stderr, for runs long enough to want one.
+
+    `ProgressLine` itself stays silent unless stderr is a terminal.
+    """
+    lines: dict[str, ProgressLine] = {}
+
+    def report(variant: str, done: int, total: int) -> None:
+        if total < LONG_RUN_REQUESTS:
+            return
+        line = lines.setdefault(variant, ProgressLine(f"variant {variant}"))
+        line(done, total)
+        if done == total:
+            line.close()
+
+    return report
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ The engine knows policies and service models only by name, through their registr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,8 +54,10 @@ class VariantRun:
     timeline: pd.DataFrame  # sampled cluster and lane state (empty when disabled)
 
 
-def run_variant(scenario: Scenario, table: RequestTable) -> VariantRun:
-    """Simulate `table` under `scenario`."""
+def run_variant(
+    scenario: Scenario, table: RequestTable, progress: Callable[[int, int], None] | None = None
+) -> VariantRun:
+    """Simulate `table` under `scenario`; `progress(done, total)` as requests are delivered."""
     env = simpy.Environment()
     tenants = scenario.tenants
     lanes = Lanes(len(tenants))
@@ -68,7 +71,7 @@ def run_variant(scenario: Scenario, table: RequestTable) -> VariantRun:
         if screening
         else AdmitAll()
     )
-    feed = Feed(table, *request_costs(scenario, table))
+    feed = Feed(table, *request_costs(scenario, table), progress=progress)
     timing = ArrivalGateway if scenario.admission.evaluate_at == "arrival" else TickGateway
     gateway = timing(env, feed, rules, lanes, buckets, recorder)
     gate = DispatchGate(scenario.admission, cluster, policy.class_blind)

@@ -22,7 +22,8 @@ from simsched.scenario import Scenario
 from simsched.timeline import TIMELINE_COLUMNS
 from simsched.workload import RequestTable, build_workload
 
-Progress = Callable[[str], None]
+# Called as progress(variant, requests delivered so far, requests in all) while a variant runs.
+Progress = Callable[[str, int, int], None]
 
 
 def simulate(
@@ -33,12 +34,9 @@ def simulate(
     workloads: dict[str, RequestTable] = {}
     frames, tenants, timelines, summaries, slo, fairness = [], [], [], {}, {}, {}
     for name, resolved in chosen:
-        if progress:
-            progress(f"variant {name}: building workload")
         table = _workload(resolved, workloads)
-        if progress:
-            progress(f"variant {name}: simulating {len(table):,} requests")
-        run = run_variant(resolved, table)
+        tick = (lambda done, total, name=name: progress(name, done, total)) if progress else None
+        run = run_variant(resolved, table, tick)
         frame = variant_frame(name, resolved, table, request_costs(resolved, table), run.recorder)
         timelines.append(run.timeline.assign(variant=name))
         summaries[name] = summarize(frame)

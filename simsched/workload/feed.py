@@ -24,7 +24,13 @@ CHUNK = 65_536  # rows turned into Python values at a time: bounded memory, nump
 
 
 class Feed:
-    def __init__(self, table: RequestTable, service_tokens: np.ndarray, kv_blocks: np.ndarray):
+    def __init__(
+        self,
+        table: RequestTable,
+        service_tokens: np.ndarray,
+        kv_blocks: np.ndarray,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
         columns = (
             table.tenant,
             table.lane,
@@ -34,7 +40,7 @@ class Feed:
             service_tokens,
             kv_blocks,
         )
-        self._requests = _requests(columns, len(table))
+        self._requests = _requests(columns, len(table), progress or _silent)
         self._next: Request | None = next(self._requests, None)
 
     @property
@@ -66,8 +72,16 @@ class Feed:
                 deliver(request)
 
 
-def _requests(columns: tuple[np.ndarray, ...], size: int) -> Iterator[Request]:
+def _requests(
+    columns: tuple[np.ndarray, ...], size: int, progress: Callable[[int, int], None]
+) -> Iterator[Request]:
     for start in range(0, size, CHUNK):
+        progress(start, size)
         rows = zip(*(column[start : start + CHUNK].tolist() for column in columns), strict=True)
         for seq, row in enumerate(rows, start):
             yield Request(seq, *row)
+    progress(size, size)
+
+
+def _silent(done: int, total: int) -> None:
+    pass
