@@ -60,7 +60,10 @@ def scenario(
     loaded = load_scenario(file, set_)
     # checked here, not only inside simulate(), so that the message names the file
     select_variants(resolve_variants(loaded, str(file)), variant, str(file))
-    result = simulate(loaded, variant, progress=_progress_printer())
+    try:
+        result = simulate(loaded, variant, progress=_progress_printer())
+    except InputError as exc:  # found mid-run (a request no replica can hold): name the file
+        raise InputError(exc.source or str(file), exc.where, exc.message) from None
     if out is not None:
         write_result(result, out)
     if report is not None:

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import simpy
 
 from simsched.cluster import SERVICE_MODELS
 from simsched.dispatcher import DispatchGate, scheduler_process
@@ -21,6 +20,7 @@ from simsched.quotas import TokenBuckets
 from simsched.recorder import Recorder
 from simsched.scenario import Scenario
 from simsched.timeline import TIMELINE_COLUMNS, TimelineSampler, auto_interval_ms
+from simsched.timing import SimEnvironment
 from simsched.workload.feed import Feed
 from simsched.workload.table import RequestTable
 
@@ -58,7 +58,7 @@ def run_variant(
     scenario: Scenario, table: RequestTable, progress: Callable[[int, int], None] | None = None
 ) -> VariantRun:
     """Simulate `table` under `scenario`; `progress(done, total)` as requests are delivered."""
-    env = simpy.Environment()
+    env = SimEnvironment()
     tenants = scenario.tenants
     lanes = Lanes(len(tenants))
     recorder = Recorder(len(table), scenario.admission.shed_status_codes)

@@ -14,7 +14,9 @@ class InputError(Exception):
         self.source = source
         self.where = where
         self.message = message
-        super().__init__(str(self))
+        # The three parts as args, so a copy made from args is the same error (SimPy re-raises
+        # exceptions from inside processes that way).
+        super().__init__(source, where, message)
 
     def __str__(self) -> str:
         parts = [p for p in (self.source, self.where, self.message) if p]

@@ -25,7 +25,7 @@ from simsched.lanes import Lanes
 from simsched.quotas import TokenBuckets
 from simsched.recorder import SHED_KV_WATERMARK, SHED_QUEUE_WAIT, SHED_TOKEN_QUOTA, Recorder
 from simsched.requests import BATCH, INTERACTIVE, Request
-from simsched.timing import ARRIVAL, At, delay_until
+from simsched.timing import ARRIVAL, AtInstant
 from simsched.workload.feed import Feed
 
 
@@ -113,7 +113,7 @@ class TickGateway(Gateway):
         arrival = self.feed.next_arrival_ms
         if arrival is None:
             return self.env.event()  # never fires: the workload is over
-        return At(self.env, delay_until(self.env.now, arrival), ARRIVAL)
+        return AtInstant(self.env, arrival, ARRIVAL)
 
 
 class ArrivalGateway(Gateway):

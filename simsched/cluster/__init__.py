@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from simsched.cluster.continuous_batching import ContinuousBatching
 from simsched.cluster.token_server import TokenServer
 
-SERVICE_MODELS = {"token_server": TokenServer}
+SERVICE_MODELS = {"token_server": TokenServer, "continuous_batching": ContinuousBatching}
 
-__all__ = ["SERVICE_MODELS", "TokenServer"]
+__all__ = ["SERVICE_MODELS", "ContinuousBatching", "TokenServer"]

@@ -17,7 +17,7 @@ import numpy as np
 import simpy
 
 from simsched.requests import Request
-from simsched.timing import ARRIVAL, At, delay_until
+from simsched.timing import ARRIVAL, AtInstant
 from simsched.workload.table import RequestTable
 
 CHUNK = 65_536  # rows turned into Python values at a time: bounded memory, numpy speed
@@ -67,7 +67,7 @@ class Feed:
         while self._next is not None:
             arrival = self._next.arrival_ms
             if arrival > env.now:
-                yield At(env, delay_until(env.now, arrival), ARRIVAL)
+                yield AtInstant(env, arrival, ARRIVAL)
             for request in self.take_until(arrival):
                 deliver(request)
 
