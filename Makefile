@@ -36,6 +36,7 @@ format: $(DEV_STAMP)
 	$(BIN)/ruff check --fix simsched tests benchmarks
 
 bench: $(STAMP)
+	-$(MAKE) --no-print-directory traces
 	$(BIN)/python benchmarks/bench.py
 
 validate: $(DEV_STAMP)

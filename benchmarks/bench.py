@@ -1,7 +1,9 @@
 """`make bench`: simsched against the reference loop on the same generated trace.
 
 First it generates and simulates a million-request multi-tenant Poisson scenario
-(benchmarks/poisson_1m.yaml) and prints each phase's time and the peak memory. Then, for each
+(benchmarks/poisson_1m.yaml) and prints each phase's time and the peak memory; then it runs
+100k requests on the continuous-batching model (benchmarks/batching_100k.yaml, sizes drawn from
+the Azure conversation trace: run `make traces` first) as a whole process. Then, for each
 size, it writes a noisy-neighbor-like trace (benchmarks/make_trace.py), then times, as
 whole processes, `simsched scenario benchmarks/bench.yaml --out DIR` (DRR with admission) and the
 reference loop doing the same work (benchmarks/reference_run.py: read the CSV, simulate, write
@@ -94,6 +96,26 @@ def report_phases(title: str, scenario: str) -> None:
     )
 
 
+def report_batching(repeat: int) -> None:
+    """The continuous-batching model: 100k requests, whole process, requests per wall second."""
+    if not (REPO / "scenarios" / "data" / "azure_llm_2023_conv.csv").exists():
+        print("continuous batching: skipped (no scenarios/data/; see scenarios/README.md)")
+        return
+    simsched = str(Path(sys.executable).parent / "simsched")
+    scenario = str(REPO / "benchmarks" / "batching_100k.yaml")
+    runs = [
+        measure([simsched, "scenario", scenario, f"--out={OUT / 'batching'}"])
+        for _ in range(repeat)
+    ]
+    wall = statistics.median(w for w, _ in runs)
+    print(
+        f"continuous batching, 100,000 requests on 4 replicas: {wall:.2f} s for the whole "
+        f"process ({100_000 / wall:,.0f} requests/s; target under 10 s), "
+        f"peak RSS {max(r for _, r in runs):.0f} MiB",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="simsched vs the reference loop")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 500_000])
@@ -101,6 +123,7 @@ def main() -> None:
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     report_phases("1M-request multi-tenant Poisson scenario", "poisson_1m.yaml")
+    report_batching(args.repeat)
     results = {}
     for size in args.sizes:
         results[size] = r = run_size(size, args.repeat)
