@@ -47,7 +47,8 @@ def scenario(
     out: Annotated[
         Path | None,
         typer.Option(
-            metavar="DIR", help="Write requests.csv, tenants.csv and summary.json to this folder."
+            metavar="DIR",
+            help="Write requests.csv, tenants.csv, summary.json and timeline.csv to this folder.",
         ),
     ] = None,
     format: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
@@ -93,6 +94,8 @@ def workload(
 ) -> None:
     """Describe a scenario's workload per tenant; optionally freeze it as a trace CSV."""
     loaded = load_scenario(file, set_)
+    if out is not None and not out.resolve().parent.is_dir():  # fail before the long part
+        raise InputError(str(out), "--out", "its folder does not exist")
     table = build_workload(loaded)
     tenant_ids = loaded.tenant_ids()
     typer.echo(workload_stats(table, tenant_ids).to_string(index=False, float_format="%.3f"))

@@ -6,7 +6,7 @@ tenants, each with its own window or `time_scale`, to build a multi-tenant mix f
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from simsched.requests import CLASS_INDEX
 from simsched.workload.formats import read_trace
 from simsched.workload.generators import request_ids
+from simsched.workload.specs import TraceFormat
 from simsched.workload.table import RequestTable
 
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -26,7 +27,7 @@ class TenantTrace(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: Annotated[str, Field(min_length=1)]
-    format: Literal["csv", "azure2023", "mooncake", "burstgpt"] = "csv"
+    format: TraceFormat = "csv"
     time_scale: PositiveFloat = 1.0
     start_s: NonNegativeFloat | None = None
     duration_s: PositiveFloat | None = None
