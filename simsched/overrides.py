@@ -3,7 +3,7 @@
 One mechanism serves `--set a.b=c` on the command line, `variants[i].set` in a scenario and the
 sweep and plan commands. Overrides act on the raw mapping before validation, so a setting that the
 file leaves at its default can still be overridden and the pydantic models stay the single judge
-of what is valid.
+of what is valid. `get_path` reads a value at a path found the same way (plan reads its knob).
 
 Path segments are mapping keys; inside a list a segment is an index (`tenants.1.weight` or
 `tenants[1].weight`) or the `id`/`name` of an element (`tenants.tenant_batch_rag.weight`).
@@ -12,6 +12,7 @@ Path segments are mapping keys; inside a list a segment is an index (`tenants.1.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -55,6 +56,31 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     except yaml.YAMLError:
         parsed = value  # not YAML (an unclosed bracket, say): take the text as it is
     return path.strip(), parsed
+
+
+def format_assignment(path: str, value: Any) -> str:
+    """The `--set` text that sets `path` to `value`, the value written as JSON (YAML reads it)."""
+    return f"{path}={json.dumps(value)}"
+
+
+def get_path(raw: Any, path: str) -> Any:
+    """The value at `path` in `raw`; a malformed path is an `OverrideError`.
+
+    A path that leads nowhere is a `LookupError`: reading, unlike writing, creates no section.
+    """
+    node = raw
+    for segment in split_path(path):
+        node = _existing_child(node, segment)
+    return node
+
+
+def _existing_child(node: Any, segment: str) -> Any:
+    if isinstance(node, dict):
+        return node[segment]
+    index = _element(node, segment) if isinstance(node, list) else None
+    if index is None:
+        raise LookupError(segment)
+    return node[index]
 
 
 def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -103,13 +129,20 @@ def _not_a_container(node: Any, path: str, walked: str) -> OverrideError:
 
 
 def _list_index(items: list[Any], segment: str, path: str, walked: str) -> int:
+    index = _element(items, segment)
+    if index is not None:
+        return index
     if segment.isdecimal():
-        index = int(segment)
-        if index < len(items):
-            return index
         count = f"{len(items)} element{'s' if len(items) != 1 else ''}"
-        raise OverrideError(path, f"index {index} is out of range ({walked} has {count})")
+        raise OverrideError(path, f"index {int(segment)} is out of range ({walked} has {count})")
+    raise OverrideError(path, f"{walked} has no element with id or name {segment!r}")
+
+
+def _element(items: list[Any], segment: str) -> int | None:
+    """The position `segment` names: an index, or the `id`/`name` of a mapping element."""
+    if segment.isdecimal():
+        return int(segment) if int(segment) < len(items) else None
     for index, item in enumerate(items):
         if isinstance(item, dict) and segment in (item.get("id"), item.get("name")):
             return index
-    raise OverrideError(path, f"{walked} has no element with id or name {segment!r}")
+    return None

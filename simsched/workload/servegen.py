@@ -20,49 +20,55 @@ clients have no dataset file and the third has five distinct prompt lengths).
 Every tenant gets weight 1.0 (ServeGen says nothing about contracted shares, so all start equal)
 and priority `interactive`; no quotas. Cluster, scheduler and admission are left out so the
 scenario defaults apply; `rate_scale` multiplies every rate, to fit the load to a cluster.
+
+The two kinds of ServeGen file are read by `servegen_rates` (rate series, window span, ranking)
+and `servegen_lengths` (PMFs); this module groups clients into tenants and writes the scenario.
 """
 
 from __future__ import annotations
 
-import ast
-import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import yaml
 
+from simsched.atomic import write_text_atomic
 from simsched.errors import InputError
-from simsched.workload.inspect import write_text_atomic
+from simsched.workload.servegen_lengths import (
+    FIELDS,
+    QUOTE_KEYS,
+    Lengths,
+    Pmf,
+    client_lengths,
+    pool_lengths,
+)
+from simsched.workload.servegen_rates import (
+    TRACE_COLUMNS,
+    TRACE_FILE,
+    WINDOW_S,
+    Span,
+    group_rates,
+    rank,
+    read_rates,
+    select_windows,
+)
 
-WINDOW_S = 600
+__all__ = [  # the parsers' names too, importable from here as before the split
+    "FIELDS",
+    "LONG_TAIL",
+    "QUOTE_KEYS",
+    "TRACE_COLUMNS",
+    "TRACE_FILE",
+    "WINDOW_S",
+    "Group",
+    "Pmf",
+    "Span",
+    "import_servegen",
+    "write_scenario_yaml",
+]
+
 LONG_TAIL = "long_tail"
-FIELDS = {"prefill_tokens": "input_tokens", "decode_tokens": "output_tokens"}
-TRACE_FILE = re.compile(r"chunk-(\d+)-trace\.csv")
-QUOTE_KEYS = re.compile(r"([{,]\s*)(\d+)\s*:")
-TRACE_COLUMNS = ["window_start_s", "rate", "cv", "pattern", "shape", "scale"]
-
-
-@dataclass(frozen=True)
-class Pmf:
-    """An empirical distribution: ascending token counts and their probabilities (sum 1)."""
-
-    values: np.ndarray
-    weights: np.ndarray
-
-
-@dataclass(frozen=True)
-class Span:
-    """The selected windows: their start times (s) and positions in the data."""
-
-    starts: np.ndarray
-    first: int
-
-    @property
-    def end_s(self) -> float:
-        return float(self.starts[-1]) + WINDOW_S
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,7 @@ class Group:
     id: str
     rates: np.ndarray
     cvs: np.ndarray
-    lengths: dict[str, Pmf] | None  # keyed by prefill_tokens / decode_tokens
+    lengths: Lengths | None
 
 
 def import_servegen(
@@ -90,11 +96,11 @@ def import_servegen(
         raise InputError(label, "top", f"must be at least 1, not {top}")
     if not rate_scale > 0:
         raise InputError(label, "rate_scale", f"must be greater than 0, not {rate_scale}")
-    clients, grid, rates, cvs = _read_rates(directory, label)
-    span = _select_windows(grid, start_window, windows, label)
+    clients, grid, rates, cvs = read_rates(directory, label)
+    span = select_windows(grid, start_window, windows, label)
     columns = slice(span.first, span.first + len(span.starts))
     rates, cvs = rates[:, columns] * rate_scale, cvs[:, columns]
-    chosen, tail = _rank(rates, top, label)
+    chosen, tail = rank(rates, top, label)
     groups = [
         _group(f"client_{clients[i]}", [i], rates, cvs, clients, directory, span) for i in chosen
     ]
@@ -114,154 +120,14 @@ def write_scenario_yaml(mapping: dict, out_path: str | Path) -> Path:
     return write_text_atomic(Path(out_path), text)
 
 
-def _read_rates(directory: Path, label: str):
-    """Client ids, the shared window grid, and (clients x windows) rate and CV matrices."""
-    if not directory.is_dir():
-        raise InputError(label, "", "no such folder")
-    files = {int(m.group(1)): p for p in directory.iterdir() if (m := TRACE_FILE.fullmatch(p.name))}
-    if not files:
-        raise InputError(label, "", "holds no chunk-N-trace.csv files (is it a ServeGen folder?)")
-    clients = sorted(files)
-    frames = [_read_trace_file(files[c]) for c in clients]
-    grid = frames[0]["window_start_s"].to_numpy()
-    for client, frame in zip(clients, frames, strict=True):
-        if not np.array_equal(frame["window_start_s"].to_numpy(), grid):
-            raise InputError(str(files[client]), "", "its windows differ from the other clients'")
-    rates = np.vstack([f["rate"].to_numpy(dtype=np.float64) for f in frames])
-    cvs = np.vstack([f["cv"].to_numpy(dtype=np.float64) for f in frames])
-    return clients, grid, rates, cvs
-
-
-def _read_trace_file(path: Path) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, header=None, names=TRACE_COLUMNS, usecols=[0, 1, 2])
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
-        raise InputError(str(path), "", f"not a ServeGen trace CSV: {str(exc).strip()}") from None
-    numbers = frame.apply(pd.to_numeric, errors="coerce")
-    bad = (
-        numbers[["window_start_s", "rate"]].isna().any(axis=1) | (numbers["rate"] < 0)
-    ).to_numpy()
-    if bad.any():
-        raise InputError(f"{path} line {int(np.argmax(bad)) + 1}", "", "bad window start or rate")
-    return numbers
-
-
-def _select_windows(grid: np.ndarray, start: int, count: int | None, label: str) -> Span:
-    total = len(grid)
-    count = total - start if count is None else count
-    if count < 1:
-        raise InputError(label, "windows", f"must be at least 1, not {count}")
-    if start < 0 or start + count > total:
-        last = start + count - 1
-        raise InputError(
-            label, "windows", f"windows {start}..{last} are outside the data (0..{total - 1})"
-        )
-    return Span(starts=grid[start : start + count].astype(np.float64), first=start)
-
-
-def _rank(rates: np.ndarray, top: int, label: str) -> tuple[list[int], list[int]]:
-    """The `top` busiest clients (ties: lower id first) and the other active ones."""
-    requests = rates.sum(axis=1)
-    active = np.flatnonzero(requests > 0)
-    if not len(active):
-        raise InputError(label, "windows", "no client sends requests in the selected windows")
-    ranked = active[np.argsort(-requests[active], kind="stable")]
-    return ranked[:top].tolist(), sorted(ranked[top:].tolist())
-
-
 def _group(tenant_id, members, rates, cvs, clients, directory, span) -> Group:
-    member_rates = rates[members]
-    total = member_rates.sum(axis=0)
-    cv_known = np.where(np.isfinite(cvs[members]) & (cvs[members] > 0), cvs[members], 0.0)
-    weighted = (member_rates * cv_known).sum(axis=0)
-    known_rate = (member_rates * (cv_known > 0)).sum(axis=0)
-    # 1.0 (Poisson) where the window is idle or no member reports a CV
-    cv = np.divide(weighted, known_rate, out=np.ones_like(total), where=known_rate > 0)
+    total, cv = group_rates(rates[members], cvs[members])
     pmfs = [
-        (_client_lengths(directory, clients[i], span, rates[i]), rates[i].sum()) for i in members
+        (client_lengths(directory, clients[i], span, rates[i]), rates[i].sum()) for i in members
     ]
     known = [(p, w) for p, w in pmfs if p is not None]
-    lengths = _pool_lengths([p for p, _ in known], [w for _, w in known]) if known else None
+    lengths = pool_lengths([p for p, _ in known], [w for _, w in known]) if known else None
     return Group(tenant_id, total, cv, lengths)
-
-
-def _client_lengths(directory: Path, client: int, span: Span, rates: np.ndarray):
-    path = directory / f"chunk-{client}-dataset.json"
-    if not path.is_file():
-        return None
-    try:
-        windows = {int(k): dict(v) for k, v in json.loads(path.read_text()).items()}
-    except (ValueError, TypeError, AttributeError) as exc:
-        raise InputError(str(path), "", f"not a ServeGen dataset file: {exc}") from None
-    lengths = {key: _field_pmf(path, windows, name, span, rates) for key, name in FIELDS.items()}
-    return None if any(p is None for p in lengths.values()) else lengths
-
-
-def _field_pmf(path, windows: dict, field: str, span: Span, rates) -> Pmf | None:
-    starts = sorted(k for k, v in windows.items() if str(v.get(field, "{}")).strip() != "{}")
-    if not starts:
-        return None
-    keys = sorted(windows)
-    length = min(np.diff(keys)) if len(keys) > 1 else np.inf
-    overlapping = [k for k in starts if k < span.end_s and k + length > span.starts[0]]
-    if not overlapping:
-        before = [k for k in starts if k <= span.starts[0]]
-        overlapping = [before[-1] if before else starts[0]]
-    weights = [rates[(span.starts >= k) & (span.starts < k + length)].sum() for k in overlapping]
-    pmfs = [_parse_pmf(path, windows[k][field], f"{k}.{field}") for k in overlapping]
-    return _pool(pmfs, weights)
-
-
-def _parse_pmf(path: Path, text: str, where: str) -> Pmf:
-    pairs = _literal_pairs(text)
-    if pairs is None:
-        raise InputError(str(path), where, "not a Python dict literal {bin: probability}")
-    try:
-        values = np.array([int(k) if str(k).isdigit() else -1 for k in pairs], dtype=np.int64)
-        weights = np.array(list(pairs.values()), dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
-        values = weights = np.array([-1.0])  # reported just below
-    if not len(values) or (values < 0).any() or not (np.isfinite(weights) & (weights >= 0)).all():
-        raise InputError(str(path), where, "must map whole token counts to probabilities >= 0")
-    if not weights.sum() > 0:
-        raise InputError(str(path), where, "probabilities sum to 0")
-    return _pool([Pmf(values, weights)], [1.0])
-
-
-def _literal_pairs(text: str) -> dict | None:
-    """The `{bin: probability}` literal as a dict.
-
-    Quoting the integer keys makes it JSON, which parses some 20 times faster than
-    `ast.literal_eval` (a full import reads thousands of these); anything else takes the slow,
-    general path.
-    """
-    try:
-        pairs = json.loads(QUOTE_KEYS.sub(r'\1"\2":', text))
-    except ValueError:
-        try:
-            pairs = ast.literal_eval(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            return None
-    return pairs if isinstance(pairs, dict) else None
-
-
-def _pool(pmfs: list[Pmf], weights: list[float]) -> Pmf:
-    """The mixture of PMFs with the given weights (equal ones if they are all zero)."""
-    weights = np.asarray(weights, dtype=np.float64)
-    if not weights.sum() > 0:
-        weights = np.ones(len(pmfs))
-    values = np.concatenate([p.values for p in pmfs])
-    mass = np.concatenate(
-        [p.weights / p.weights.sum() * w for p, w in zip(pmfs, weights, strict=True)]
-    )
-    unique, position = np.unique(values, return_inverse=True)
-    total = np.bincount(position, weights=mass, minlength=len(unique))
-    keep = total > 0
-    return Pmf(unique[keep], total[keep] / total[keep].sum())
-
-
-def _pool_lengths(lengths: list[dict[str, Pmf]], weights: list[float]) -> dict[str, Pmf]:
-    return {key: _pool([item[key] for item in lengths], weights) for key in FIELDS}
 
 
 def _fill_missing_lengths(groups: list[Group], label: str) -> list[Group]:
@@ -269,7 +135,7 @@ def _fill_missing_lengths(groups: list[Group], label: str) -> list[Group]:
     known = [g for g in groups if g.lengths is not None]
     if not known:
         raise InputError(label, "", "no dataset file has token lengths for the chosen clients")
-    fallback = _pool_lengths([g.lengths for g in known], [g.rates.sum() for g in known])
+    fallback = pool_lengths([g.lengths for g in known], [g.rates.sum() for g in known])
     return [g if g.lengths is not None else Group(g.id, g.rates, g.cvs, fallback) for g in groups]
 
 

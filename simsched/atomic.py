@@ -1,0 +1,106 @@
+"""Writing outputs all or nothing: into a temporary beside the target, then moved into place.
+
+The temporary sits in the target's own folder, so the final move is a rename on one file system:
+a reader, or a run that fails halfway, sees the old output or the whole new one, never a part.
+A new output gets the permissions the umask gives any new file or folder, unless the caller
+asks for others (`mode`): temporaries start private (0600, 0700), outputs are not.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from simsched.errors import InputError
+
+
+def cannot_write(path: Path, where: str, exc: OSError) -> InputError:
+    # no permission, disk full, a read-only place: the user's to fix, not a bug
+    return InputError(str(path), where, f"cannot write: {exc.strerror or exc}")
+
+
+def output_folder(out_dir: str | Path) -> Path:
+    """`out_dir` as a path; refused when it is a file, where an output folder should go."""
+    target = Path(out_dir)
+    if target.exists() and not target.is_dir():
+        raise InputError(str(target), "--out", "exists and is not a folder")
+    return target
+
+
+@contextmanager
+def staging_folder(target: Path, mode: int | None = None) -> Iterator[Path]:
+    """An empty folder beside `target` to write the files into; removed on the way out.
+
+    Failing to make it is an `InputError`; whatever fails inside the block is the caller's.
+    """
+    try:
+        parent = target.resolve().parent
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=parent))
+        staging.chmod(_permissions(mode, 0o777))
+    except OSError as exc:
+        raise cannot_write(target, "--out", exc) from None
+    try:
+        yield staging
+    finally:  # after a whole-folder move there is nothing left to remove
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def publish_folder(staging: Path, target: Path) -> list[Path]:
+    """Move the staged files into `target`; the written paths, sorted.
+
+    A new `target` is the staging folder itself, renamed; an existing one keeps its other files
+    and has ours replaced one by one.
+    """
+    if not target.exists():
+        os.replace(staging, target)
+        return sorted(target.iterdir())
+    written = []
+    for item in sorted(staging.iterdir()):
+        os.replace(item, target / item.name)
+        written.append(target / item.name)
+    return written
+
+
+@contextmanager
+def staging_file(path: Path, where: str = "", mode: int | None = None) -> Iterator[Path]:
+    """A temporary file beside `path` to write; it replaces `path` if the block ends well.
+
+    Failing to make it is an `InputError` (`where` names the option that gave `path`).
+    """
+    try:
+        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise cannot_write(path, where, exc) from None
+    os.close(handle)
+    staging = Path(name)
+    try:
+        yield staging
+        staging.chmod(_permissions(mode, 0o666))
+        os.replace(staging, path)
+    finally:
+        staging.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write `text` (UTF-8, newlines as given) to `path`, all or nothing; the file is 0644."""
+    with (
+        staging_file(path, mode=0o644) as staging,
+        open(staging, "w", encoding="utf-8", newline="") as out,
+    ):
+        out.write(text)
+    return path
+
+
+def _permissions(mode: int | None, full: int) -> int:
+    return full & ~_umask() if mode is None else mode
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # the only way to read it is to set it, then restore it at once
+    os.umask(mask)
+    return mask

@@ -1,0 +1,138 @@
+"""Readers for public request traces, returning plain numpy columns.
+
+Formats (`format=`), one reader each in `READERS`:
+
+- `csv`: the project's own trace CSV (`trace_csv.py`); only `arrival_ms`, `prefill_tokens` and
+  `decode_tokens` are used here, so any other columns are ignored.
+- `azure2023`: the Azure LLM inference trace 2023 (`TIMESTAMP` wall-clock string with up to 7
+  fractional digits, `ContextTokens`, `GeneratedTokens`).
+- `mooncake`: the Mooncake FAST'25 JSON lines (`timestamp` in ms, `input_length`,
+  `output_length`; `hash_ids` is ignored).
+- `burstgpt`: BurstGPT CSV (`Timestamp` in s, `Request tokens`, `Response tokens`), optionally
+  filtered on its `Model` and `Log Type` columns.
+
+Rows are ordered by time (stably, so ties keep file order); "the first row" is the earliest one.
+Filters apply before windows, so a window is measured on the filtered stream. Every problem is an
+`InputError` naming the file and the line (`FILE line N`, as an editor counts) or the header.
+The CSV-based formats live in `tabular.py`, Mooncake in `mooncake.py`; this module sorts,
+windows and caches whatever a reader returns.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from simsched.errors import InputError
+from simsched.workload.formats.checks import MAX_TOKENS
+from simsched.workload.formats.mooncake import MOONCAKE_KEYS, read_mooncake
+from simsched.workload.formats.tabular import AZURE_TIME_FORMATS, FILTERS, LAYOUTS
+from simsched.workload.formats.window import TraceColumns, check_window, window
+
+__all__ = [
+    "AZURE_TIME_FORMATS",
+    "FILTERS",
+    "FORMATS",
+    "LAYOUTS",
+    "MAX_TOKENS",
+    "MOONCAKE_KEYS",
+    "READERS",
+    "TraceColumns",
+    "read_length_pairs",
+    "read_trace",
+]
+
+
+@dataclass(frozen=True)
+class Reader:
+    """`read(text, label, filters)` -> times, prefill and decode tokens, in file order."""
+
+    read: Callable[[str, str, dict], tuple[np.ndarray, np.ndarray, np.ndarray]]
+    units_per_ms: float = 1.0  # what a millisecond is in the times `read` returns
+
+
+READERS = {
+    "csv": Reader(LAYOUTS["csv"].read),
+    "azure2023": Reader(LAYOUTS["azure2023"].read, units_per_ms=1e6),  # wall clock, in ns
+    "mooncake": Reader(read_mooncake),
+    "burstgpt": Reader(LAYOUTS["burstgpt"].read),
+}
+FORMATS = tuple(READERS)
+
+
+def read_trace(
+    path: str | Path,
+    format: str,
+    *,
+    time_scale: float = 1.0,
+    start_s: float | None = None,
+    duration_s: float | None = None,
+    max_requests: int | None = None,
+    model: str | None = None,
+    log_type: str | None = None,
+) -> TraceColumns:
+    """The rows of a trace in a window, times relative to the first kept row, then scaled.
+
+    `start_s`/`duration_s` keep rows whose time since the trace's first row lies in
+    [start_s, start_s + duration_s); `max_requests` then keeps the first N; `time_scale`
+    multiplies every time (0.5 halves every gap, doubling the rate).
+    """
+    label = str(path)
+    filters = {"model": model, "log_type": log_type}
+    if format not in FORMATS:
+        raise _unknown_format(label, format)
+    check_window(label, time_scale, start_s, duration_s, max_requests)
+    _check_filters(label, format, filters)
+    columns = _read_columns(Path(path), format, label, filters)
+    kept = window(columns, label, start_s, duration_s, max_requests)
+    return TraceColumns(kept.arrival_ms * time_scale, kept.prefill_tokens, kept.decode_tokens)
+
+
+def read_length_pairs(path: str | Path, format: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's (prefill, decode) tokens, read once per file: tenants and variants share it."""
+    if format not in FORMATS:
+        raise _unknown_format(str(path), format)
+    path = Path(path).resolve()
+    try:
+        stat = path.stat()
+        version = (stat.st_mtime_ns, stat.st_size)  # an edited file is read afresh
+    except OSError:
+        version = None  # _read_columns reports the problem
+    return _cached_pairs(path, format, version)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_pairs(path: Path, format: str, version: tuple | None) -> tuple[np.ndarray, np.ndarray]:
+    columns = _read_columns(path, format, str(path), {})
+    for array in (columns.prefill_tokens, columns.decode_tokens):
+        array.flags.writeable = False  # shared by every caller of the cache
+    return columns.prefill_tokens, columns.decode_tokens
+
+
+def _check_filters(label: str, format: str, filters: dict) -> None:
+    for key, value in filters.items():
+        if value is not None and format != "burstgpt":
+            raise InputError(label, "", f"{key} applies only to the burstgpt format")
+
+
+def _unknown_format(label: str, format: str) -> InputError:
+    return InputError(
+        label, "format", f"unknown trace format {format!r} (known: {', '.join(FORMATS)})"
+    )
+
+
+def _read_columns(path: Path, format: str, label: str, filters: dict) -> TraceColumns:
+    """All rows, sorted by time, times in ms since the first row."""
+    from simsched.loading import read_text  # local: loading imports the scenario models
+
+    reader = READERS[format]
+    times, prefill, decode = reader.read(read_text(path, "trace file"), label, filters)
+    order = np.argsort(times, kind="stable")
+    times = times[order]
+    # subtract first: int64 ns stay exact until here; dividing by 1.0 changes no float
+    arrival_ms = (times - times[0]).astype(np.float64) / reader.units_per_ms
+    return TraceColumns(arrival_ms, prefill[order], decode[order])

@@ -1,0 +1,52 @@
+"""The Mooncake FAST'25 trace: JSON lines with `timestamp` (ms), `input_length`, `output_length`.
+
+Other keys (`hash_ids`) are ignored; blank lines are skipped but still counted.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from simsched.errors import InputError
+from simsched.workload.formats.checks import fail, numbers
+
+MOONCAKE_KEYS = ("timestamp", "input_length", "output_length")
+
+
+def read_mooncake(text: str, label: str, filters: dict):
+    """Times (ms), prefill and decode tokens in file order; Mooncake has nothing to filter on."""
+    lines = text.splitlines()
+    rows = [(number, line) for number, line in enumerate(lines, start=1) if line.strip()]
+    if not rows:
+        raise InputError(label, "", "holds no requests")
+    values = np.array([_row(line, number, label) for number, line in rows], dtype=object)
+    index = pd.Index([number for number, _ in rows])
+    times, prefill, decode = (pd.Series(values[:, i], index=index) for i in range(3))
+    return (
+        numbers(times, "timestamp", label, integer=False),
+        numbers(prefill, "input_length", label, integer=True),
+        numbers(decode, "output_length", label, integer=True),
+    )
+
+
+def _row(line: str, number: int, label: str) -> tuple:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise fail(label, number, f"not valid JSON: {exc.msg}") from None
+    if not isinstance(record, dict):
+        raise fail(label, number, "is not a JSON object")
+    missing = [key for key in MOONCAKE_KEYS if key not in record]
+    if missing:
+        raise fail(label, number, f"missing key(s): {', '.join(missing)}")
+    # numbers pass through; anything else becomes text so `numbers` reports it with its line
+    return tuple(_plain(record[key]) for key in MOONCAKE_KEYS)
+
+
+def _plain(value) -> float | str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return "" if value is None else str(value)
