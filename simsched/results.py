@@ -7,16 +7,17 @@ nearest-rank: the value at index `ceil(p/100 * n) - 1` of the sorted values.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from simsched.recorder import SHED_REASONS, STATUS_OK, Recorder
+from simsched.percentiles import nearest_rank as percentile
+from simsched.recorder import STATUS_OK, Recorder
 from simsched.requests import CLASS_NAMES
 from simsched.scenario import Scenario
+from simsched.tenant_metrics import ALL
 from simsched.workload.table import RequestTable
 
 REQUEST_COLUMNS = [
@@ -45,11 +46,8 @@ REQUEST_COLUMNS = [
 
 
 def nearest_rank(values: Any, p: float) -> float:
-    ordered = np.sort(np.asarray(values, dtype=np.float64))
-    if not len(ordered):
-        return 0.0
-    index = min(len(ordered) - 1, max(0, math.ceil((p / 100.0) * len(ordered)) - 1))
-    return round(float(ordered[index]), 2)
+    """The reference's percentile: nearest-rank, rounded to 2 decimals, 0.0 for no values."""
+    return percentile(values, p, digits=2, empty=0.0)
 
 
 @dataclass
@@ -62,6 +60,7 @@ class SimulationResult:
     slo: dict[str, dict[str, Any]] = field(default_factory=dict)
     timeline: pd.DataFrame = field(default_factory=pd.DataFrame)
     fairness: dict[str, dict[str, float]] = field(default_factory=dict)
+    capacity: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +68,7 @@ class SimulationResult:
             "comparison": self.summaries,
             "slo": self.slo,
             "fairness": self.fairness,
+            "capacity": self.capacity,
         }
 
 
@@ -159,59 +159,26 @@ def _tenant_summary(rows: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def tenant_rows(variant: str, scenario: Scenario, frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per-tenant metrics of one variant, in declaration order (every declared tenant)."""
-    total_weight = sum(t.weight for t in scenario.tenants)
-    ok_all = frame["status_code"].to_numpy() == STATUS_OK
-    admitted_tokens = int(frame["service_tokens"].to_numpy()[ok_all].sum())
-    groups = dict(_by_tenant(frame))
-    rows = []
-    for tenant in scenario.tenants:
-        part = groups.get(tenant.id, frame.iloc[0:0])
-        ok = part["status_code"].to_numpy() == STATUS_OK
-        ttft = part["ttft_ms"].to_numpy()[ok]
-        tokens = int(part["service_tokens"].to_numpy()[ok].sum())
-        p99 = nearest_rank(ttft, 99)
-        row = {
-            "variant": variant,
-            "tenant_id": tenant.id,
-            "priority": tenant.priority,
-            "weight": tenant.weight,
-            "submitted": len(part),
-            "admitted": int(ok.sum()),
-            "shed": int((~ok).sum()),
-        }
-        for reason in SHED_REASONS:
-            row[reason] = int((part["reason"].to_numpy() == reason).sum())
-        row |= {
-            "admitted_service_tokens": tokens,
-            "service_share": round(tokens / admitted_tokens, 4) if admitted_tokens else 0.0,
-            "weight_share": round(tenant.weight / total_weight, 4),
-            "p50_ttft_ms": nearest_rank(ttft, 50),
-            "p90_ttft_ms": nearest_rank(ttft, 90),
-            "p99_ttft_ms": p99,
-            "p99_queue_wait_ms": nearest_rank(part["queue_wait_ms"].to_numpy()[ok], 99),
-            "peak_kv_occupancy_ratio": round(float(part["kv_occupancy_ratio"].max()), 4)
-            if len(part)
-            else 0.0,
-            "slo_met": _tenant_slo_met(tenant, p99, ok.sum(), scenario),
-        }
-        rows.append(row)
-    return rows
-
-
-def _tenant_slo_met(tenant, p99: float, admitted: int, scenario: Scenario) -> bool | None:
-    """Interactive tenants are held to the interactive TTFT SLO; batch tenants have none yet."""
-    if tenant.priority != "interactive":
-        return None
-    return bool(admitted == 0 or p99 <= scenario.slo.interactive_ttft_ms)
-
-
 def slo_verdict(scenario: Scenario, summary: dict[str, Any], tenants: list[dict]) -> dict[str, Any]:
+    """The reference study's question (interactive p99 TTFT within target) and each tenant's
+    verdict against its own class's targets."""
     limit = scenario.slo.interactive_ttft_ms
     return {
         "interactive_ttft_ms": limit,
         "interactive_p99_ttft_ms": summary["interactive_p99_ttft_ms"],
         "met": summary["interactive_p99_ttft_ms"] <= limit,
-        "tenants": {row["tenant_id"]: row["slo_met"] for row in tenants},
+        "tenants": {row["tenant_id"]: row["slo_met"] for row in tenants if row["tenant_id"] != ALL},
+    }
+
+
+def capacity_summary(timeline: pd.DataFrame, overall: dict[str, Any]) -> dict[str, float]:
+    """How hard the cluster worked: KV utilisation over the sampled timeline, and the variant's
+    output-token rate and goodput (from its `all` tenant row)."""
+    used = timeline.groupby("time_ms")[["kv_blocks_used", "kv_blocks_total"]].sum()
+    ratio = (used["kv_blocks_used"] / used["kv_blocks_total"]).to_numpy()
+    return {
+        "mean_kv_utilisation": round(float(ratio.mean()), 4) if len(ratio) else 0.0,
+        "peak_kv_utilisation": round(float(ratio.max()), 4) if len(ratio) else 0.0,
+        "output_tokens_per_s": overall["output_tokens_per_s"],
+        "goodput_rps": overall["goodput_rps"],
     }

@@ -105,8 +105,13 @@ class Timeline(Model):
 
 
 class Slo(Model):
+    """Per-class targets. A request is good (counts toward goodput) when it meets its class's
+    TTFT target and, where one is set, its TPOT target (mean time per output token)."""
+
     interactive_ttft_ms: PositiveFloat = 500.0
     batch_ttft_ms: PositiveFloat = 10_000.0
+    interactive_tpot_ms: PositiveFloat | None = None
+    batch_tpot_ms: PositiveFloat | None = None
 
 
 class Variant(Model):

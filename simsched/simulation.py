@@ -13,12 +13,13 @@ from simsched.loading import resolve_variants, select_variants
 from simsched.results import (
     REQUEST_COLUMNS,
     SimulationResult,
+    capacity_summary,
     slo_verdict,
     summarize,
-    tenant_rows,
     variant_frame,
 )
 from simsched.scenario import Scenario
+from simsched.tenant_metrics import tenant_metric_rows
 from simsched.timeline import TIMELINE_COLUMNS
 from simsched.workload import RequestTable, build_workload
 
@@ -32,7 +33,8 @@ def simulate(
     """Run the scenario's variants (all, or those named) and collect their results."""
     chosen = select_variants(resolve_variants(scenario), variants, scenario.name)
     workloads: dict[str, RequestTable] = {}
-    frames, tenants, timelines, summaries, slo, fairness = [], [], [], {}, {}, {}
+    frames, tenants, timelines = [], [], []
+    summaries, slo, fairness, capacity = {}, {}, {}, {}
     for name, resolved in chosen:
         table = _workload(resolved, workloads)
         tick = (lambda done, total, name=name: progress(name, done, total)) if progress else None
@@ -40,7 +42,8 @@ def simulate(
         frame = variant_frame(name, resolved, table, request_costs(resolved, table), run.recorder)
         timelines.append(run.timeline.assign(variant=name))
         summaries[name] = summarize(frame)
-        rows = tenant_rows(name, resolved, frame)
+        rows = tenant_metric_rows(name, resolved, frame, include_all=True)
+        capacity[name] = capacity_summary(run.timeline, rows[-1])
         slo[name] = slo_verdict(resolved, summaries[name], rows)
         fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
         frames.append(frame.sort_values("_seq", kind="stable"))
@@ -54,6 +57,7 @@ def simulate(
         summaries=summaries,
         slo=slo,
         fairness=fairness,
+        capacity=capacity,
         timeline=pd.concat(timelines, ignore_index=True)[["variant", *TIMELINE_COLUMNS]],
     )
 

@@ -87,13 +87,15 @@ def _tenant_rows(per_variant: list[dict[str, Any]]) -> list[tuple[str, list[str]
     rows += [
         ("  p50 TTFT ms", column("p50_ttft_ms", _ms)),
         ("  p99 TTFT ms", column("p99_ttft_ms", _ms)),
+        ("  p99 TPOT ms", column("p99_tpot_ms", _ms)),
+        ("  goodput, requests/s within SLO", column("goodput_rps", lambda v: f"{v:.2f}")),
         ("  admitted service tokens", column("admitted_service_tokens")),
         (
             "  service share (weight share)",
             [f"{r['service_share']:.3f} ({r['weight_share']:.3f})" for r in per_variant],
         ),
         ("  peak KV occupancy", column("peak_kv_occupancy_ratio", lambda v: f"{v:.4f}")),
-        ("  TTFT SLO", column("slo_met", _verdict)),
+        ("  class SLO (p99)", column("slo_met", _verdict)),
     ]
     return rows
 

@@ -49,7 +49,11 @@ TABLE_METRICS = (
     "peak KV occupancy",
     "interactive p99 TTFT <= 500 ms",
     "service share (weight share)",
-    "TTFT SLO",
+    "class SLO (p99)",
+    "p99 TPOT ms",
+    "goodput, requests/s within SLO",
+    "Jain index (weight-normalised)",
+    "max backlogged service gap",
 )
 
 runner = CliRunner()
@@ -159,7 +163,9 @@ def test_out_writes_the_three_files(tmp_path: Path) -> None:
     assert {row["variant"] for row in requests} == set(VARIANTS)
     tenants = read_csv(out / "tenants.csv")
     assert [(row["variant"], row["tenant_id"]) for row in tenants] == [
-        (v, t) for v in VARIANTS for t in TENANTS
+        (v, t)
+        for v in VARIANTS
+        for t in [*TENANTS, "all"]  # every tenant, then the variant
     ]
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary == run_json()
