@@ -6,6 +6,9 @@ and keeps its traceback.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 
 class InputError(Exception):
     """A problem with something the user gave us: a scenario, a trace, a flag."""
@@ -21,3 +24,15 @@ class InputError(Exception):
     def __str__(self) -> str:
         parts = [p for p in (self.source, self.where, self.message) if p]
         return ": ".join(parts)
+
+
+def display_path(path: str | Path) -> str:
+    """A file's name as a message shows it: relative to the working folder when inside it.
+
+    Scenario paths are resolved to absolute ones when a scenario is loaded; a message shows a
+    file below the working folder the way the user would type it.
+    """
+    try:
+        return str(Path(os.path.abspath(path)).relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -6,6 +6,7 @@ and exit 2.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -187,7 +188,9 @@ def _resolve_paths(node: Any, base_dir: Path) -> None:
         for key, value in node.items():
             # `path:` in a mapping, or a variant's dotted `trace.path:` override
             if _is_path_key(key) and isinstance(value, str) and value:
-                node[key] = str((base_dir / value).resolve())
+                node[key] = os.path.abspath(
+                    base_dir / value
+                )  # no symlink following: keep the name given
             else:
                 _resolve_paths(value, base_dir)
     elif isinstance(node, list):

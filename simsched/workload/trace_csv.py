@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simsched.errors import InputError
+from simsched.errors import InputError, display_path
 from simsched.requests import CLASS_INDEX
+from simsched.workload.formats.checks import fail, numbers
 from simsched.workload.table import RequestTable
 
-MAX_TOKENS = 2**31 - 1  # far beyond any real request; keeps token arithmetic inside int64
 REQUIRED = ("request_id", "tenant_id", "arrival_ms", "prefill_tokens", "decode_tokens")
 OPTIONAL = ("priority_class",)
 COLUMNS = REQUIRED + OPTIONAL
@@ -29,7 +29,7 @@ TEXT_COLUMNS = ("request_id", "tenant_id", "priority_class")
 
 def read_trace_csv(path: str | Path, tenants: list, *, label: str | None = None) -> RequestTable:
     """Requests of `path`; `tenants` are the scenario's (for ids and default classes)."""
-    label = label or Path(path).name
+    label = label or display_path(path)
     frame = _read_frame(Path(path), label)
     _check_columns(frame, label)
     frame = frame[~_blank_rows(frame)]
@@ -41,9 +41,11 @@ def read_trace_csv(path: str | Path, tenants: list, *, label: str | None = None)
         request_id=_request_ids(frame, label),
         tenant=tenant,
         lane=_lanes(frame, tenant, tenants, label),
-        arrival_ms=_numbers(frame, "arrival_ms", label, integer=False),
-        prefill_tokens=_numbers(frame, "prefill_tokens", label, integer=True),
-        decode_tokens=_numbers(frame, "decode_tokens", label, integer=True),
+        arrival_ms=numbers(
+            frame["arrival_ms"], "arrival_ms", label, integer=False, non_negative=True
+        ),
+        prefill_tokens=numbers(frame["prefill_tokens"], "prefill_tokens", label, integer=True),
+        decode_tokens=numbers(frame["decode_tokens"], "decode_tokens", label, integer=True),
     )
 
 
@@ -84,7 +86,7 @@ def _too_long_row(text: str, label: str) -> InputError | None:
     for row in reader:
         if len(row) > width:
             message = f"{len(row)} fields, but the header names {width}"
-            return _fail(label, reader.line_num, message)
+            return fail(label, reader.line_num, message)
     return None
 
 
@@ -112,19 +114,15 @@ def _blank_rows(frame: pd.DataFrame) -> np.ndarray:
     return blank
 
 
-def _fail(label: str, line: int, message: str) -> InputError:
-    return InputError(f"{label} line {line}", "", message)
-
-
 def _request_ids(frame: pd.DataFrame, label: str) -> np.ndarray:
     ids = frame["request_id"]
     empty = ids == ""
     if empty.any():
-        raise _fail(label, int(ids.index[empty.argmax()]), "request_id is empty")
+        raise fail(label, int(ids.index[empty.argmax()]), "request_id is empty")
     duplicated = ids.duplicated()
     if duplicated.any():
         line = int(ids.index[duplicated.argmax()])
-        raise _fail(label, line, f"duplicate request_id {ids[line]!r}")
+        raise fail(label, line, f"duplicate request_id {ids[line]!r}")
     return ids.to_numpy(dtype=object)
 
 
@@ -133,7 +131,7 @@ def _tenant_indices(frame: pd.DataFrame, index: dict[str, int], label: str) -> n
     unknown = codes.isna()
     if unknown.any():
         line = int(codes.index[unknown.argmax()])
-        raise _fail(label, line, f"tenant {frame['tenant_id'][line]!r} is not declared")
+        raise fail(label, line, f"tenant {frame['tenant_id'][line]!r} is not declared")
     return codes.to_numpy(dtype=np.int64)
 
 
@@ -146,22 +144,5 @@ def _lanes(frame: pd.DataFrame, tenant: np.ndarray, tenants: list, label: str) -
     bad = codes.isna() & (given != "")
     if bad.any():
         line = int(given.index[bad.argmax()])
-        raise _fail(label, line, f"priority_class {given[line]!r} is not interactive or batch")
+        raise fail(label, line, f"priority_class {given[line]!r} is not interactive or batch")
     return np.where(given == "", defaults, codes.fillna(0).to_numpy()).astype(np.int64)
-
-
-def _numbers(frame: pd.DataFrame, column: str, label: str, *, integer: bool) -> np.ndarray:
-    text = frame[column]
-    values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
-    checks = [(~np.isfinite(values), "is not a number"), (values < 0, "is negative")]
-    if integer:
-        checks.append((values != np.floor(values), "is not a whole number"))
-        checks.append((values > MAX_TOKENS, f"is above {MAX_TOKENS}"))
-    for mask, what in checks:  # NaN fails the first check, so later ones never see it
-        if mask.any():
-            position = int(np.argmax(mask))
-            shown = text.iloc[position]
-            empty = shown == "" or (isinstance(shown, float) and np.isnan(shown))
-            message = f"{column} is empty" if empty else f"{column} {str(shown)!r} {what}"
-            raise _fail(label, int(text.index[position]), message)
-    return values.astype(np.int64) if integer else values

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simsched.errors import InputError
+from simsched.errors import InputError, display_path
 from simsched.workload.formats.checks import MAX_TOKENS
 from simsched.workload.formats.mooncake import MOONCAKE_KEYS, read_mooncake
 from simsched.workload.formats.tabular import AZURE_TIME_FORMATS, FILTERS, LAYOUTS
@@ -81,7 +81,7 @@ def read_trace(
     [start_s, start_s + duration_s); `max_requests` then keeps the first N; `time_scale`
     multiplies every time (0.5 halves every gap, doubling the rate).
     """
-    label = str(path)
+    label = display_path(path)
     filters = {"model": model, "log_type": log_type}
     if format not in FORMATS:
         raise _unknown_format(label, format)

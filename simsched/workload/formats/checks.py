@@ -6,27 +6,33 @@ import numpy as np
 import pandas as pd
 
 from simsched.errors import InputError
-from simsched.workload.trace_csv import MAX_TOKENS
+
+MAX_TOKENS = 2**31 - 1  # far beyond any real request; keeps token arithmetic inside int64
 
 
 def fail(label: str, line: int, message: str) -> InputError:
     return InputError(f"{label} line {line}", "", message)
 
 
-def numbers(text: pd.Series, column: str, label: str, *, integer: bool) -> np.ndarray:
-    """The cells as float64, or int64 token counts; the series' index is each cell's line."""
+def numbers(
+    text: pd.Series, column: str, label: str, *, integer: bool, non_negative: bool | None = None
+) -> np.ndarray:
+    """The cells as float64, or int64 token counts; the series' index is each cell's line.
+
+    Token counts are always non-negative; times are when `non_negative` says so.
+    """
     values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
     checks = [(~np.isfinite(values), "is not a number")]
+    if integer if non_negative is None else non_negative:
+        checks.append((values < 0, "is negative"))
     if integer:
-        checks += [
-            (values < 0, "is negative"),
-            (values != np.floor(values), "is not a whole number"),
-            (values > MAX_TOKENS, "is too large"),
-        ]
+        checks.append((values != np.floor(values), "is not a whole number"))
+        checks.append((values > MAX_TOKENS, f"is above {MAX_TOKENS}"))
     for mask, what in checks:  # NaN fails the first check, so later ones never see it
         if mask.any():
             position = int(np.argmax(mask))
-            shown = str(text.iloc[position]).strip()
+            shown = text.iloc[position]
+            shown = "" if pd.isna(shown) else str(shown).strip()
             message = f"{column} is empty" if not shown else f"{column} {shown!r} {what}"
             raise fail(label, int(text.index[position]), message)
     return values.astype(np.int64) if integer else values
