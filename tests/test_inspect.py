@@ -42,9 +42,9 @@ def test_per_tenant_rows_and_all():
     stats = workload_stats(HANDMADE, ["a", "b", "c"]).set_index("tenant_id")
     assert stats.index.tolist() == ["a", "b", "c", "all"]
     assert stats["requests"].tolist() == [3, 1, 0, 4]
-    assert stats.loc["a", "mean_rate_per_s"] == 1.0  # 3 requests over 3 s
+    assert stats.loc["a", "mean_rate_per_s"] == pytest.approx(2 / 3)  # 1 / mean gap (1.5 s)
     assert stats.loc["a", "interarrival_cv"] == pytest.approx(500 / 1500)  # std 500, mean 1500
-    assert stats.loc["all", "mean_rate_per_s"] == pytest.approx(4 / 3)
+    assert stats.loc["all", "mean_rate_per_s"] == pytest.approx(1.0)  # 3 gaps over 3 s
     # gaps 500, 500, 2000: mean 1000, population std sqrt(500000)
     assert stats.loc["all", "interarrival_cv"] == pytest.approx(math.sqrt(500_000) / 1000)
     for column in ("mean_rate_per_s", "interarrival_cv", "prefill_tokens_p50"):
