@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simsched.cluster import SERVICE_MODELS
+from simsched.cluster.registry import SERVICE_MODELS
 from simsched.dispatcher import DispatchGate, scheduler_process
 from simsched.gateway import AdmissionRules, AdmitAll, ArrivalGateway, TickGateway
 from simsched.lanes import Lanes

@@ -1,10 +1,19 @@
-"""Service models by name (`cluster.service_model`)."""
+"""Cluster service models (SimPy) and the hardware presets their settings refer to.
+
+The models are loaded on first use: the scenario models import `simsched.cluster.presets`, and
+describing a scenario must not pull in the simulation (SimPy) with it.
+"""
 
 from __future__ import annotations
 
-from simsched.cluster.continuous_batching import ContinuousBatching
-from simsched.cluster.token_server import TokenServer
-
-SERVICE_MODELS = {"token_server": TokenServer, "continuous_batching": ContinuousBatching}
+from typing import Any
 
 __all__ = ["SERVICE_MODELS", "ContinuousBatching", "TokenServer"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from simsched.cluster import registry
+
+        return getattr(registry, name)
+    raise AttributeError(f"module 'simsched.cluster' has no attribute {name!r}")

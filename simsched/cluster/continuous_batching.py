@@ -20,8 +20,9 @@ from typing import Any
 import simpy
 
 from simsched.cluster.latency import build_latency, sustained_tokens_per_ms
-from simsched.cluster.replica import NoObserver, Replica, ceil_div
+from simsched.cluster.replica import NoObserver, Replica
 from simsched.cluster.router import ROUTERS
+from simsched.cluster.sequences import ceil_div
 from simsched.errors import InputError
 from simsched.recorder import Recorder
 from simsched.requests import Request

@@ -11,149 +11,29 @@ has generated again), and no waiting request starts in that iteration. The itera
 completes a prefill yields a token: the first token, or the next one after a recompute; a
 sequence finishes with its `decode_tokens`-th token.
 
-Decoding sequences are kept in aggregate (`DecodeSet`), so an iteration costs O(1) plus the
-sequences that start, stop or are preempted in it. Stretches where only decoding happens are
-jumped over with one event (`Jump`); a request placed here meanwhile cuts the jump short at the
-end of the iteration in progress, and everything read during a jump is worked out for the
-instant it is read. Iteration ends take the `RELEASE` priority: at any instant the replica has
-finished its iteration and picked the next batch before anything else looks at it, in both modes.
+Decoding sequences are kept in aggregate (`DecodeSet`, in sequences.py), so an iteration costs
+O(1) plus the sequences that start, stop or are preempted in it. Stretches where only decoding
+happens are jumped over with one event (`Jump`, planned in fast_forward.py); a request placed
+here meanwhile cuts the jump short at the end of the iteration in progress, and everything read
+during a jump is worked out for the instant it is read. Iteration ends take the `RELEASE`
+priority: at any instant the replica has finished its iteration and picked the next batch before
+anything else looks at it, in both modes.
 """
 
 from __future__ import annotations
 
-import bisect
-import heapq
 from collections import deque
 from typing import Any
 
 import simpy
 
+from simsched.cluster.fast_forward import Jump, plan_jump
 from simsched.cluster.kv import KvPool
-from simsched.cluster.latency import Latency, decode_run
+from simsched.cluster.latency import Latency
+from simsched.cluster.sequences import DecodeSet, Seq, ceil_div
 from simsched.recorder import Recorder
 from simsched.requests import Request
 from simsched.timing import RELEASE, SCHEDULER, At, AtInstant
-
-# A jump of one iteration is a step. Longer jumps are split at MAX_JUMP, which bounds the work a
-# jump cut short by a new request throws away.
-MIN_JUMP = 2
-MAX_JUMP = 512
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-class Seq:
-    """A request on a replica: its prefill progress, tokens generated and KV blocks."""
-
-    __slots__ = (
-        "request",
-        "prefill",
-        "decode",
-        "generated",
-        "target",
-        "done",
-        "blocks",
-        "off",
-        "finish",
-    )
-
-    def __init__(self, request: Request) -> None:
-        self.request = request
-        self.prefill = max(1, request.prefill_tokens)  # a prompt is at least one token
-        self.decode = max(1, request.decode_tokens)  # the prefill always yields one
-        self.generated = 0
-        self.target = self.prefill  # tokens to compute before the next token comes
-        self.done = 0  # of those, computed
-        self.blocks = 0  # held, while in prefill (the DecodeSet knows them afterwards)
-        self.off = 0  # while decoding: its tokens = iteration index + off
-        self.finish = -1  # while decoding: the iteration at whose end it finishes; -1 otherwise
-
-    def restart(self) -> None:
-        """Preempted: recompute the prompt and everything generated so far."""
-        self.target = self.prefill + self.generated
-        self.done = self.blocks = 0
-
-
-class DecodeSet:
-    """Decoding sequences in aggregate, so that an iteration costs O(1) for all of them.
-
-    A sequence decoding in iteration `it` has `it + off` tokens, so the batch's context is
-    `count * it + sum(off)`; it needs a new block when its token count is 1 past a multiple of
-    the block size, i.e. in iterations with `(1 - it) % block_size == off % block_size`, so
-    `residues` (sequences per `off % block_size`) gives each iteration's new blocks.
-    """
-
-    def __init__(self, block_size: int) -> None:
-        self.block_size = block_size
-        self.count = 0
-        self.sum_off = 0
-        self.residues = [0] * block_size
-        self.by_finish: dict[int, list[Seq]] = {}  # the iteration at whose end they finish
-        self.finish_heap: list[int] = []  # the keys of by_finish, with stale ones popped late
-
-    def add(self, seq: Seq, off: int, finish_it: int) -> None:
-        seq.off, seq.finish = off, finish_it
-        self.count += 1
-        self.sum_off += off
-        self.residues[off % self.block_size] += 1
-        bucket = self.by_finish.get(finish_it)
-        if bucket is None:
-            self.by_finish[finish_it] = [seq]
-            heapq.heappush(self.finish_heap, finish_it)
-        else:
-            bucket.append(seq)
-
-    def remove(self, seq: Seq) -> None:
-        bucket = self.by_finish[seq.finish]
-        bucket.remove(seq)
-        if not bucket:
-            del self.by_finish[seq.finish]
-        self._forget(seq)
-
-    def pop_finishing(self, it: int) -> list[Seq]:
-        heap = self.finish_heap
-        while heap and heap[0] <= it:
-            heapq.heappop(heap)
-        bucket = self.by_finish.pop(it, [])
-        for seq in bucket:
-            self._forget(seq)
-        return bucket
-
-    def next_finish(self) -> int:
-        heap = self.finish_heap
-        while heap[0] not in self.by_finish:
-            heapq.heappop(heap)
-        return heap[0]
-
-    def new_blocks(self, it: int) -> int:
-        return self.residues[(1 - it) % self.block_size]
-
-    def context(self, it: int) -> int:
-        return self.count * it + self.sum_off
-
-    def _forget(self, seq: Seq) -> None:
-        self.count -= 1
-        self.sum_off -= seq.off
-        self.residues[seq.off % self.block_size] -= 1
-        seq.finish = -1
-
-
-class Jump:
-    """`k` decode-only iterations from iteration `first`: their end instants and block needs."""
-
-    __slots__ = ("first", "k", "ends", "need")
-
-    def __init__(self, first: int, ends: list[float], need: list[int]) -> None:
-        self.first = first
-        self.k = len(ends)
-        self.ends = ends
-        self.need = need  # blocks taken by iterations first..first+i, cumulated
-
-    def index_at(self, now: float) -> int:
-        """The iteration in progress at `now` (one that ended at `now` is over)."""
-        return min(bisect.bisect_right(self.ends, now), self.k - 1)
 
 
 class NoObserver:
@@ -359,48 +239,27 @@ class Replica:
         del self.running[seq.request.seq]
         self.recorder.finished(seq.request, end)
 
-    # --- fast-forward -------------------------------------------------------------------
+    # --- fast-forward (planned in fast_forward.py) ----------------------------------------
     def _start_jump(self) -> bool:
-        """Jump to the first completion, block shortage or MAX_JUMP, if that is far enough."""
-        decoding, it = self.decoding, self.it
-        horizon = min(decoding.next_finish() - it + 1, MAX_JUMP)
-        if horizon < MIN_JUMP:
+        """Jump over the decode-only iterations ahead, if there are enough to be worth it."""
+        free = self.capacity - self.pool.level
+        jump = plan_jump(self.decoding, self.it, self.t, free, self.latency)
+        if jump is None:
             return False
-        need = self._block_needs(it, horizon)
-        if len(need) < MIN_JUMP:
-            return False
-        context = decoding.context(it)
-        ends = decode_run(self.latency, self.t, decoding.count, context, len(need))
-        self.jump = Jump(it, ends, need)
-        self.batch_tokens = decoding.count
-        self._schedule(ends[-1])
+        self.jump = jump
+        self.batch_tokens = self.decoding.count
+        self._schedule(jump.ends[-1])
         return True
 
-    def _block_needs(self, it: int, horizon: int) -> list[int]:
-        """Blocks the next iterations take, cumulated, for as many as the free blocks cover."""
-        residues, size = self.decoding.residues, self.block_size
-        free = self.capacity - self.pool.level
-        need: list[int] = []
-        total = 0
-        for step in range(horizon):
-            total += residues[(1 - it - step) % size]
-            if total > free:
-                break
-            need.append(total)
-        return need
-
     def _cut_jump(self) -> None:
-        jump = self.jump
-        current = jump.index_at(self.env.now)
-        if current < jump.k - 1:
-            jump.k = current + 1
-            self._schedule(jump.ends[current])
+        end = self.jump.cut(self.env.now)
+        if end is not None:
+            self._schedule(end)
 
     def _end_jump(self) -> None:
         jump, self.jump = self.jump, None
-        last = jump.first + jump.k - 1
         self.pool.hold(jump.need[jump.k - 1])
         end = jump.ends[jump.k - 1]
-        self._finish_decodes(last, end)
-        self.it, self.t = last + 1, end
+        self._finish_decodes(jump.last, end)
+        self.it, self.t = jump.last + 1, end
         self._begin()

@@ -20,6 +20,7 @@ from simsched.errors import InputError, display_path
 from simsched.requests import CLASS_INDEX
 from simsched.workload.formats.checks import fail, numbers
 from simsched.workload.table import RequestTable
+from simsched.yaml_io import read_text  # the same file checks as for scenarios
 
 REQUIRED = ("request_id", "tenant_id", "arrival_ms", "prefill_tokens", "decode_tokens")
 OPTIONAL = ("priority_class",)
@@ -50,8 +51,6 @@ def read_trace_csv(path: str | Path, tenants: list, *, label: str | None = None)
 
 
 def _read_frame(path: Path, label: str) -> pd.DataFrame:
-    from simsched.loading import read_text  # same checks as for scenario files
-
     try:
         text = read_text(path, "trace file")
     except InputError as exc:  # name the trace as every other trace message does

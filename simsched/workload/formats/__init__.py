@@ -32,6 +32,7 @@ from simsched.workload.formats.checks import MAX_TOKENS
 from simsched.workload.formats.mooncake import MOONCAKE_KEYS, read_mooncake
 from simsched.workload.formats.tabular import AZURE_TIME_FORMATS, FILTERS, LAYOUTS
 from simsched.workload.formats.window import TraceColumns, check_window, window
+from simsched.yaml_io import read_text
 
 __all__ = [
     "AZURE_TIME_FORMATS",
@@ -127,8 +128,6 @@ def _unknown_format(label: str, format: str) -> InputError:
 
 def _read_columns(path: Path, format: str, label: str, filters: dict) -> TraceColumns:
     """All rows, sorted by time, times in ms since the first row."""
-    from simsched.loading import read_text  # local: loading imports the scenario models
-
     reader = READERS[format]
     times, prefill, decode = reader.read(read_text(path, "trace file"), label, filters)
     order = np.argsort(times, kind="stable")
