@@ -62,14 +62,13 @@ def _queued_rows(frame: pd.DataFrame) -> pd.DataFrame:
 def _backlog_periods(rows: pd.DataFrame) -> np.ndarray:
     """Disjoint [start, end] intervals during which the tenant had something queued."""
     spans = rows[["arrival_ms", "left_ms"]].to_numpy()
+    if not len(spans):
+        return spans.reshape(-1, 2)
     spans = spans[np.argsort(spans[:, 0], kind="stable")]
-    merged: list[list[float]] = []
-    for start, end in spans.tolist():
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return np.array(merged, dtype=np.float64).reshape(-1, 2)
+    starts, ends = spans[:, 0], spans[:, 1]
+    reach = np.maximum.accumulate(ends)  # the furthest end so far
+    opens = np.flatnonzero(np.r_[True, starts[1:] > reach[:-1]])  # a gap before this start
+    return np.column_stack([starts[opens], np.maximum.reduceat(ends, opens)])
 
 
 def _service_events(rows: pd.DataFrame, weight: float) -> np.ndarray:
@@ -96,14 +95,16 @@ def _pair_gap(spans_a, spans_b, events_a, events_b) -> float:
 
 
 def _intersect(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Intersections of two sorted lists of disjoint intervals (a two-pointer walk)."""
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        start, end = max(a[i, 0], b[j, 0]), min(a[i, 1], b[j, 1])
-        if start < end:
-            out.append((start, end))
-        if a[i, 1] < b[j, 1]:
-            i += 1
-        else:
-            j += 1
-    return np.array(out, dtype=np.float64).reshape(-1, 2)
+    """Intersections of two lists of disjoint intervals, by one sweep over all their ends.
+
+    Each list contributes +1 at a start and -1 at an end; where the running count is 2 both
+    lists cover the line. Ends sort before starts at the same point, so intervals that only
+    touch do not intersect.
+    """
+    points = np.concatenate([a[:, 0], b[:, 0], a[:, 1], b[:, 1]])
+    steps = np.repeat([1, -1], len(a) + len(b))
+    order = np.lexsort((steps, points))
+    points, depth = points[order], np.cumsum(steps[order])
+    both = np.flatnonzero(depth[:-1] == 2)
+    spans = np.column_stack([points[both], points[both + 1]])
+    return spans[spans[:, 0] < spans[:, 1]].reshape(-1, 2)

@@ -138,3 +138,15 @@ def test_out_that_is_a_file_is_refused(tmp_path: Path, result) -> None:
     with pytest.raises(InputError, match="exists and is not a folder"):
         write_result(result, target)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_text_that_needs_quoting_survives_the_csv(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from simsched.output import write_csv
+
+    frame = pd.DataFrame({"request_id": ["a,b", 'say "hi"', "plain"], "ttft_ms": [1.5, None, 2]})
+    write_csv(frame, tmp_path / "x.csv")
+    back = pd.read_csv(tmp_path / "x.csv")
+    assert back["request_id"].tolist() == frame["request_id"].tolist()
+    assert back["ttft_ms"].isna().tolist() == [False, True, False]
