@@ -69,6 +69,14 @@ class Recorder:
         if math.isnan(self.ttft_ms[seq]):
             self.ttft_ms[seq] = round(now - request.arrival_ms, 2)
 
+    def served(self, request: Request, replica: int, first_token: float, finish: float) -> None:
+        """The whole lifecycle at once, from a model that knows it at dispatch (one call, as
+        this runs once per request)."""
+        seq = request.seq
+        self.replica[seq] = replica
+        self.first_token_ms[seq] = first_token
+        self.finish_ms[seq] = finish
+
     def finished(self, request: Request, now: float) -> None:
         self.finish_ms[request.seq] = now
 

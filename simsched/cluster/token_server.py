@@ -59,9 +59,7 @@ class TokenServer:
         blocks = request.kv_blocks
         self.kv.hold(blocks)
         self.busy_until = now + exec_ms
-        self.recorder.placed(request, 0)
-        self.recorder.first_token(request, now + self.first_token_delay_ms(request))
-        self.recorder.finished(request, now + hold_ms)
+        self.recorder.served(request, 0, now + self.first_token_delay_ms(request), now + hold_ms)
         release = At(self.env, hold_ms, RELEASE)
         release.callbacks.append(lambda _event: self.kv.release(blocks))
         return self.env.timeout(exec_ms)
