@@ -13,6 +13,7 @@ from simsched.errors import InputError
 from simsched.loading import resolve_variants
 from simsched.output import REQUESTS_FILE, SUMMARY_FILE, TENANTS_FILE, TIMELINE_FILE
 from simsched.results import SimulationResult
+from simsched.tenant_metrics import ALL
 
 
 @dataclass
@@ -34,7 +35,7 @@ def result_data(result: SimulationResult) -> ScenarioData:
         _title(result.scenario.name, result.scenario.description),
         list(result.variants),
         result.requests,
-        result.tenants,
+        _tenants_only(result.tenants),
         result.timeline if len(result.timeline) else None,
         slo,
     )
@@ -59,7 +60,12 @@ def read_results_folder(folder: Path) -> ScenarioData:
         for v in variants
     }
     title = str(summary.get("scenario", folder.name))
-    return ScenarioData(title, variants, requests, tenants, timeline, slo)
+    return ScenarioData(title, variants, requests, _tenants_only(tenants), timeline, slo)
+
+
+def _tenants_only(tenants: pd.DataFrame) -> pd.DataFrame:
+    """Plots are per tenant: the per-variant `all` row is not one."""
+    return tenants[tenants["tenant_id"].astype(str) != ALL]
 
 
 def _read_csv(path: Path, required: bool) -> pd.DataFrame | None:

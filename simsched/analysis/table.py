@@ -11,6 +11,7 @@ from simsched.analysis.runners import Outcome
 from simsched.atomic import cannot_write, staging_file
 from simsched.errors import InputError
 from simsched.metrics import COUNT_METRICS, METRIC_COLUMNS
+from simsched.output import write_csv
 
 FIXED_COLUMNS = ["point", "seed", "variant", "tenant", *METRIC_COLUMNS, "error"]
 TABLE_SUFFIXES = (".parquet", ".csv")
@@ -60,7 +61,7 @@ def write_table(frame: pd.DataFrame, out: str | Path) -> Path:
             if out.suffix.lower() == ".parquet":
                 frame.to_parquet(staging, index=False)
             else:
-                frame.to_csv(staging, index=False, lineterminator="\n")
+                write_csv(frame, staging)  # the same CSV dialect as `simsched scenario --out`
     except OSError as exc:
         raise cannot_write(out, "--out", exc) from None
     return out

@@ -96,7 +96,7 @@ def read_trace(
 def read_length_pairs(path: str | Path, format: str) -> tuple[np.ndarray, np.ndarray]:
     """Every row's (prefill, decode) tokens, read once per file: tenants and variants share it."""
     if format not in FORMATS:
-        raise _unknown_format(str(path), format)
+        raise _unknown_format(display_path(path), format)
     path = Path(path).resolve()
     try:
         stat = path.stat()
@@ -108,7 +108,7 @@ def read_length_pairs(path: str | Path, format: str) -> tuple[np.ndarray, np.nda
 
 @functools.lru_cache(maxsize=16)
 def _cached_pairs(path: Path, format: str, version: tuple | None) -> tuple[np.ndarray, np.ndarray]:
-    columns = _read_columns(path, format, str(path), {})
+    columns = _read_columns(path, format, display_path(path), {})
     for array in (columns.prefill_tokens, columns.decode_tokens):
         array.flags.writeable = False  # shared by every caller of the cache
     return columns.prefill_tokens, columns.decode_tokens
