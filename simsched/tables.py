@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from simsched.recorder import SHED_REASONS
@@ -101,7 +102,7 @@ def _tenant_rows(per_variant: list[dict[str, Any]]) -> list[tuple[str, list[str]
 
 
 def _ms(value: float) -> str:
-    return f"{value:.2f}"
+    return "-" if math.isnan(value) else f"{value:.2f}"  # "-": no admitted request to measure
 
 
 def _verdict(met: bool | None) -> str:

@@ -74,7 +74,8 @@ def _row(variant: str, tenant: str, part: pd.DataFrame, good: np.ndarray, span_s
         values = part[column].to_numpy(dtype=np.float64)[ok]
         values = values[~np.isnan(values)]
         for p in PERCENTILES:
-            row[f"p{p}_{column}"] = nearest_rank(values, p, digits=2, empty=0.0)
+            # no admitted request, no value: NaN never meets an SLO (0.0 would always)
+            row[f"p{p}_{column}"] = nearest_rank(values, p, digits=2)
     kv = part["kv_occupancy_ratio"].to_numpy()
     row["peak_kv_occupancy_ratio"] = round(float(np.nanmax(kv)), 4) if len(kv) else 0.0
     return row
@@ -87,8 +88,10 @@ def _slo_met(row: dict[str, Any], priority: str, slo) -> bool:
         if priority == "interactive"
         else (slo.batch_ttft_ms, slo.batch_tpot_ms)
     )
+    if not row["submitted"]:
+        return True  # asked nothing, refused nothing
     if not row["admitted"]:
-        return True
+        return False  # shedding everything meets no latency target
     return bool(row["p99_ttft_ms"] <= ttft and (tpot is None or row["p99_tpot_ms"] <= tpot))
 
 

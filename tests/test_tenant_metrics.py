@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import simsched
@@ -53,3 +54,19 @@ def test_batch_tenants_are_judged_against_the_batch_target() -> None:
     _, strict = tenants(["slo.batch_ttft_ms=100"])
     assert generous.loc["tenant_batch_rag", "slo_met"]
     assert not strict.loc["tenant_batch_rag", "slo_met"]
+
+
+def test_shedding_everything_meets_no_latency_target() -> None:
+    result, rows = tenants(["cluster.total_kv_blocks=10"])
+    assert rows.loc["tenant_chat_pro", "admitted"] == 0
+    assert pd.isna(rows.loc["tenant_chat_pro", "p99_ttft_ms"])  # no value, not 0.0
+    assert not rows.loc["tenant_chat_pro", "slo_met"]
+    assert not result.slo[PROTECTED]["met"]
+
+
+def test_token_server_never_finishes_before_the_first_token() -> None:
+    short = ["tenants.tenant_chat_pro.prefill_tokens=10", "tenants.tenant_chat_pro.decode_tokens=5"]
+    result, _ = tenants(short)
+    served = result.requests[result.requests.status_code == 200]
+    assert (served.finish_ms >= served.first_token_ms).all()
+    assert (served.tpot_ms.dropna() >= 0).all()

@@ -3,9 +3,9 @@
 One logical server works through service tokens at `service_tokens_per_ms`. A dispatched request
 occupies it for `exec_ms = service_tokens / service_tokens_per_ms`, non-preemptively; its KV blocks
 (`ceil((prefill + decode) / kv_block_tokens)`) stay held for `kv_hold_factor * exec_ms` from
-dispatch, a stand-in for decoding that overlaps later requests; the request counts as finished
-when they are freed. Its first token comes `max(min_prefill_ms, prefill / prefill_tokens_per_ms)`
-after dispatch.
+dispatch, a stand-in for decoding that overlaps later requests. Its first token comes
+`max(min_prefill_ms, prefill / prefill_tokens_per_ms)` after dispatch; it counts as finished when
+its KV blocks are freed, or at its first token if that comes later.
 
 KV blocks live in a `simpy.Container` (`KvPool`). Its capacity is not enforced here: with
 admission disabled the reference lets the accounted occupancy exceed the total, and the recorded
@@ -59,7 +59,10 @@ class TokenServer:
         blocks = request.kv_blocks
         self.kv.hold(blocks)
         self.busy_until = now + exec_ms
-        self.recorder.served(request, 0, now + self.first_token_delay_ms(request), now + hold_ms)
+        first_token = now + self.first_token_delay_ms(request)
+        # A short request's KV hold can end before its minimum prefill time; it is not finished
+        # before its first token.
+        self.recorder.served(request, 0, first_token, max(first_token, now + hold_ms))
         release = At(self.env, hold_ms, RELEASE)
         release.callbacks.append(lambda _event: self.kv.release(blocks))
         return self.env.timeout(exec_ms)
