@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from simsched.errors import InputError
-from simsched.overrides import OverrideError, apply_overrides, parse_assignment
+from simsched.overrides import OverrideError, apply_overrides, overlapping, parse_assignment
 from simsched.scenario import Scenario
 from simsched.validation_errors import TAG_ERRORS, input_error
 from simsched.yaml_io import parse_yaml_mapping, read_text
@@ -135,3 +135,17 @@ def _resolve_paths(node: Any, base_dir: Path) -> None:
 
 def _is_path_key(key: Any) -> bool:
     return isinstance(key, str) and (key == "path" or key.endswith(".path"))
+
+
+def shadowing_variants(
+    scenario: Scenario, path: str, names: list[str] | None = None
+) -> list[tuple[str, str]]:
+    """(variant, its override) pairs that set `path` themselves, among the named variants (all by
+    default): a sweep or plan that varies `path` through the base would not change them."""
+    return [
+        (variant.name, key)
+        for variant in scenario.variants
+        if names is None or variant.name in names
+        for key in variant.set
+        if overlapping(key, path)
+    ]

@@ -146,3 +146,12 @@ def _element(items: list[Any], segment: str) -> int | None:
         if isinstance(item, dict) and segment in (item.get("id"), item.get("name")):
             return index
     return None
+
+
+def overlapping(path: str, other: str) -> bool:
+    """Whether setting one of the two dotted paths can change what the other holds (one is the
+    other or lies inside it). Elements are compared as written: `tenants.1` and
+    `tenants.tenant_chat_pro` are not recognised as the same element."""
+    a, b = split_path(path), split_path(other)
+    shorter = min(len(a), len(b))
+    return a[:shorter] == b[:shorter]

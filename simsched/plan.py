@@ -27,7 +27,12 @@ from simsched.analysis.grid import relabel
 from simsched.analysis.knob import FLOAT_STEPS, Number, knob_values, parse_range, scenario_value
 from simsched.analysis.slo import OPERATORS, SLO_PATTERN, Slo, check_targets, parse_slo
 from simsched.errors import InputError
-from simsched.loading import load_scenario, resolve_variants, select_variants
+from simsched.loading import (
+    load_scenario,
+    resolve_variants,
+    select_variants,
+    shadowing_variants,
+)
 from simsched.metrics import metrics_rows
 from simsched.overrides import format_assignment
 from simsched.scenario import Scenario
@@ -67,11 +72,20 @@ def plan(
     overrides = list(overrides or [])
     scenario = load_scenario(path, overrides)
     chosen, resolved = _variant(scenario, variant, label)
+    flag = "--maximize" if maximize else "--vary"
+    shadowed = shadowing_variants(scenario, knob, [chosen])
+    if shadowed:  # the variant's own value would win at every probe
+        name, key = shadowed[0]
+        raise InputError(
+            label,
+            f"{flag} {knob}",
+            f"variant {name!r} sets {key} itself, so the search could not change it; "
+            "judge another variant (--variant) or take the setting out of this one",
+        )
     parsed = [parse_slo(text, label) for text in slos]
     if not parsed:
         raise InputError(label, "--slo", "give at least one SLO")
     check_targets(parsed, resolved, label)
-    flag = "--maximize" if maximize else "--vary"
     values = knob_values(scenario, knob, range_, step, label, flag)
     result = PlanResult(knob, chosen, maximize, values, parsed)
     _load_at(path, overrides, knob, values[0], flag)  # a range the scenario rejects fails

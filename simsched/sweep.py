@@ -52,7 +52,7 @@ from simsched.analysis.table import (
     write_table,
 )
 from simsched.errors import InputError
-from simsched.loading import load_scenario
+from simsched.loading import load_scenario, shadowing_variants
 from simsched.progress import ProgressLine
 
 __all__ = [
@@ -101,6 +101,7 @@ def sweep(
     label = str(path)
     base = load_scenario(path, overrides)  # a bad file or --set fails the sweep, not a point
     axes = make_axes(grid, zip_ or {}, label)
+    _refuse_shadowed_paths(base, axes, label)
     check_axes(path, overrides or [], axes)
     points = make_points(axes, base.seed, _positive(seeds, "--seeds", label))
     tasks = [_task(path, overrides or [], point) for point in points]
@@ -110,6 +111,21 @@ def sweep(
         else (lambda tick: run_local(tasks, _jobs(jobs, label), tick))
     )
     return build_frame(points, _with_progress(runner, len(tasks), progress), param_names(axes))
+
+
+def _refuse_shadowed_paths(base, axes: list, label: str) -> None:
+    """A variant that sets a swept path itself would silently keep its own value at every point."""
+    for flag, paths, _ in axes:
+        for swept in paths:
+            shadowed = shadowing_variants(base, swept)
+            if shadowed:
+                variant, key = shadowed[0]
+                raise InputError(
+                    label,
+                    f"{flag} {swept}",
+                    f"variant {variant!r} sets {key} itself, so the sweep would not change it "
+                    "there; take it out of the variant to sweep it",
+                )
 
 
 def _task(path: str | Path, overrides: list[str], point: Point) -> Task:
