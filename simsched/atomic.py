@@ -23,11 +23,16 @@ def cannot_write(path: Path, where: str, exc: OSError) -> InputError:
     return InputError(str(path), where, f"cannot write: {exc.strerror or exc}")
 
 
-def output_folder(out_dir: str | Path) -> Path:
-    """`out_dir` as a path; refused when it is a file, where an output folder should go."""
+def output_folder(out_dir: str | Path, where: str = "--out") -> Path:
+    """`out_dir` as a path; refused when it, or a folder above it, is a file."""
     target = Path(out_dir)
     if target.exists() and not target.is_dir():
-        raise InputError(str(target), "--out", "exists and is not a folder")
+        raise InputError(str(target), where, "exists and is not a folder")
+    for parent in target.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(str(target), where, f"{parent} is a file, not a folder")
+            break
     return target
 
 
@@ -72,6 +77,8 @@ def staging_file(path: Path, where: str = "", mode: int | None = None) -> Iterat
 
     Failing to make it is an `InputError` (`where` names the option that gave `path`).
     """
+    if path.is_dir():
+        raise InputError(str(path), where, "is a folder, not a file")
     try:
         handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
@@ -86,10 +93,10 @@ def staging_file(path: Path, where: str = "", mode: int | None = None) -> Iterat
         staging.unlink(missing_ok=True)
 
 
-def write_text_atomic(path: Path, text: str) -> Path:
+def write_text_atomic(path: Path, text: str, where: str = "--out") -> Path:
     """Write `text` (UTF-8, newlines as given) to `path`, all or nothing; the file is 0644."""
     with (
-        staging_file(path, mode=0o644) as staging,
+        staging_file(path, where, mode=0o644) as staging,
         open(staging, "w", encoding="utf-8", newline="") as out,
     ):
         out.write(text)

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from simsched.atomic import output_folder
 from simsched.cli_options import FileArg, Format, SetOption
 from simsched.commands import register as register_analysis_commands
 from simsched.describe import describe_scenario
@@ -59,6 +60,9 @@ def scenario(
 ) -> None:
     """Run a scenario's variants on the same workload and compare them."""
     loaded = load_scenario(file, set_)
+    for folder, flag in ((out, "--out"), (report, "--report")):  # before the long part
+        if folder is not None:
+            output_folder(folder, flag)
     # checked here, not only inside simulate(), so that the message names the file
     select_variants(resolve_variants(loaded, str(file)), variant, str(file))
     try:

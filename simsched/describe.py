@@ -6,11 +6,15 @@ import numpy as np
 
 from simsched.loading import resolve_variants
 from simsched.scenario import Scenario
+from simsched.simulation import variant_workload
 from simsched.workload import build_workload
 
 
 def describe_scenario(scenario: Scenario) -> str:
     table = build_workload(scenario)  # reads the trace too, so its problems surface here
+    cache: dict = {}
+    for name, resolved in resolve_variants(scenario):  # and every variant's own workload
+        variant_workload(name, resolved, cache, scenario)
     counts = np.bincount(table.tenant, minlength=len(scenario.tenants))
     span_s = (table.arrival_ms.max() - table.arrival_ms.min()) / 1000 if len(table) else 0.0
     lines = [

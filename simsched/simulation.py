@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from simsched.engine import request_costs, run_variant
+from simsched.errors import InputError
 from simsched.fairness import fairness_summary
 from simsched.loading import resolve_variants, select_variants
 from simsched.results import (
@@ -36,7 +37,7 @@ def simulate(
     frames, tenants, timelines = [], [], []
     summaries, slo, fairness, capacity = {}, {}, {}, {}
     for name, resolved in chosen:
-        table = _workload(resolved, workloads)
+        table = variant_workload(name, resolved, workloads, scenario)
         tick = (lambda done, total, name=name: progress(name, done, total)) if progress else None
         run = run_variant(resolved, table, tick)
         frame = variant_frame(name, resolved, table, request_costs(resolved, table), run.recorder)
@@ -62,11 +63,28 @@ def simulate(
     )
 
 
-def _workload(scenario: Scenario, cache: dict[str, RequestTable]) -> RequestTable:
-    # Variants that leave the workload's settings alone share one generated workload.
-    key = json.dumps(
+def variant_workload(
+    name: str, scenario: Scenario, cache: dict[str, RequestTable], base: Scenario
+) -> RequestTable:
+    """The variant's requests. Variants that leave the workload's settings alone share one
+    generated workload; a problem with a variant's own workload settings names the variant."""
+    key = _workload_key(scenario)
+    if key not in cache:
+        try:
+            cache[key] = build_workload(scenario)
+        except InputError as exc:
+            if key == _workload_key(base):  # the scenario's own problem, not the variant's
+                raise
+            where = _join(f"variant {name!r}", exc.where)
+            raise InputError(exc.source, where, exc.message) from None
+    return cache[key]
+
+
+def _workload_key(scenario: Scenario) -> str:
+    return json.dumps(
         scenario.model_dump(mode="json", include={"seed", "tenants", "trace"}), sort_keys=True
     )
-    if key not in cache:
-        cache[key] = build_workload(scenario)
-    return cache[key]
+
+
+def _join(context: str, where: str) -> str:
+    return f"{context}: {where}" if where else context

@@ -154,7 +154,7 @@ def test_output_validates_and_round_trips_through_yaml(tmp_path):
         ({"top": 0}, "top: must be at least 1"),
         ({"top": 1, "rate_scale": 0}, "rate_scale: must be greater than 0"),
         ({"top": 1, "start_window": 3, "windows": 2}, "windows 3..4 are outside the data (0..3)"),
-        ({"top": 1, "start_window": 4}, "windows: must be at least 1"),
+        ({"top": 1, "start_window": 4}, "start_window: 4 is outside the data (0..3)"),
         ({"top": 1, "windows": 0}, "windows: must be at least 1"),
         ({"top": 1, "start_window": -1, "windows": 1}, "outside the data"),
     ],

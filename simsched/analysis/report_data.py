@@ -75,9 +75,21 @@ def _read_csv(path: Path, required: bool) -> pd.DataFrame | None:
             raise InputError(str(path.parent), "", message)
         return None
     try:
-        return pd.read_csv(path)
+        frame = pd.read_csv(path)
     except (ValueError, OSError) as exc:
         raise InputError(str(path), "", f"cannot read: {exc}") from None
+    missing = [c for c in EXPECTED_COLUMNS.get(path.name, ()) if c not in frame.columns]
+    if missing:
+        raise InputError(str(path), "header", f"missing column(s): {', '.join(missing)}")
+    return frame
+
+
+# What the plots read from each file of a results folder.
+EXPECTED_COLUMNS = {
+    REQUESTS_FILE: ("variant", "tenant_id", "status_code", "reason", "ttft_ms", "dispatch_ms"),
+    TENANTS_FILE: ("variant", "tenant_id", "weight"),
+    TIMELINE_FILE: ("variant", "time_ms", "replica", "kv_blocks_used", "kv_blocks_total"),
+}
 
 
 def _read_summary(path: Path) -> dict[str, Any]:

@@ -67,10 +67,12 @@ def _read_trace_file(path: Path) -> pd.DataFrame:
 
 def select_windows(grid: np.ndarray, start: int, count: int | None, label: str) -> Span:
     total = len(grid)
+    if not 0 <= start < total:
+        raise InputError(label, "start_window", f"{start} is outside the data (0..{total - 1})")
     count = total - start if count is None else count
     if count < 1:
         raise InputError(label, "windows", f"must be at least 1, not {count}")
-    if start < 0 or start + count > total:
+    if start + count > total:
         last = start + count - 1
         raise InputError(
             label, "windows", f"windows {start}..{last} are outside the data (0..{total - 1})"
