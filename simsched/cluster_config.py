@@ -48,7 +48,7 @@ class TokenServerConfig(BaseModel):
 
     service_model: Literal["token_server"] = "token_server"
     total_kv_blocks: Annotated[int, Field(gt=0)] = 1600
-    kv_block_tokens: Annotated[int, Field(gt=0)] = 16
+    kv_block_tokens: Annotated[int, Field(gt=0, le=2**31 - 1)] = 16
     service_tokens_per_ms: PositiveFloat = 45.0
     kv_hold_factor: PositiveFloat = 5.5
     prefill_tokens_per_ms: PositiveFloat = 48.0

@@ -25,7 +25,8 @@ def jain_index(values: np.ndarray) -> float:
     values = np.asarray(values, dtype=np.float64)
     if not len(values) or not np.any(values):
         return 1.0
-    return float(values.sum() ** 2 / (len(values) * np.square(values).sum()))
+    scaled = values / values.max()  # squares of huge values would overflow
+    return float(scaled.sum() ** 2 / (len(scaled) * np.square(scaled).sum()))
 
 
 def fairness_summary(frame: pd.DataFrame, weights: dict[str, float]) -> dict[str, float]:

@@ -85,7 +85,9 @@ def resolve_variants(scenario: Scenario, label: str = "") -> list[tuple[str, Sce
     """Each variant's full scenario: the base with that variant's overrides applied."""
     if not scenario.variants:
         return [(BASE_VARIANT, scenario)]
-    base = scenario.model_dump(mode="python", exclude={"variants"})
+    # Only what the file (and --set) said, as for --set: defaults of one cluster model must not
+    # travel into a variant that switches to another.
+    base = scenario.model_dump(mode="python", exclude={"variants"}, exclude_unset=True)
     resolved = []
     for index, variant in enumerate(scenario.variants):
         context = f"variants[{index}] ({variant.name})"

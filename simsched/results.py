@@ -159,14 +159,16 @@ def _tenant_summary(rows: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def slo_verdict(scenario: Scenario, summary: dict[str, Any], tenants: list[dict]) -> dict[str, Any]:
+def slo_verdict(
+    scenario: Scenario, frame: pd.DataFrame, summary: dict[str, Any], tenants: list[dict]
+) -> dict[str, Any]:
     """The reference study's question (interactive p99 TTFT within target) and each tenant's
     verdict against its own class's targets."""
     limit = scenario.slo.interactive_ttft_ms
     return {
         "interactive_ttft_ms": limit,
         "interactive_p99_ttft_ms": summary["interactive_p99_ttft_ms"],
-        "met": summary["interactive_p99_ttft_ms"] <= limit and not _starved(tenants),
+        "met": summary["interactive_p99_ttft_ms"] <= limit and not _interactive_starved(frame),
         "tenants": {row["tenant_id"]: row["slo_met"] for row in tenants if row["tenant_id"] != ALL},
     }
 
@@ -184,11 +186,9 @@ def capacity_summary(timeline: pd.DataFrame, overall: dict[str, Any]) -> dict[st
     }
 
 
-def _starved(tenants: list[dict]) -> bool:
-    """An interactive tenant that sent requests and got none admitted: the reference's p99 of
-    no values reads 0.0, which must not pass for a met target."""
-    return any(
-        row["priority"] == "interactive" and row["submitted"] and not row["admitted"]
-        for row in tenants
-        if row["tenant_id"] != ALL
-    )
+def _interactive_starved(frame: pd.DataFrame) -> bool:
+    """Interactive requests were sent and none admitted: the reference's p99 of no values
+    reads 0.0, which must not pass for a met target."""
+    interactive = frame["priority_class"].to_numpy() == "interactive"
+    admitted = frame["status_code"].to_numpy() == STATUS_OK
+    return bool(interactive.any() and not (interactive & admitted).any())

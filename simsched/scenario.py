@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from simsched.cluster_config import ClusterConfig, TokenServerConfig
 from simsched.policies import POLICIES
@@ -32,9 +32,18 @@ class Quota(Model):
     sustained_service_tokens_per_sec: PositiveFloat
 
 
+def _at_least_a_millionth(weight: float) -> float:
+    if weight < 1e-6:
+        raise ValueError("must be at least 1e-06")
+    return weight
+
+
 class Tenant(Model):
     id: Annotated[str, Field(min_length=1, pattern=r"\S")]
-    weight: PositiveFloat = 1.0
+    # Bounded so that weight-normalised service stays a finite float.
+    weight: Annotated[
+        float, Field(gt=0, le=1e6, allow_inf_nan=False), AfterValidator(_at_least_a_millionth)
+    ] = 1.0
     priority: PriorityClass = "interactive"
     quota: Quota | None = None
     arrivals: ArrivalSpec | None = None
@@ -61,9 +70,10 @@ class TraceSource(Model):
 
 class Scheduler(Model):
     policy: str = "service_token_drr"
-    prefill_weight: Annotated[int, Field(gt=0)] = 1
-    decode_weight: Annotated[int, Field(gt=0)] = 4
-    base_quantum_tokens: Annotated[int, Field(gt=0)] = 1200
+    # Bounded so that service tokens (weights x token counts) stay well inside int64.
+    prefill_weight: Annotated[int, Field(gt=0, le=1_000_000)] = 1
+    decode_weight: Annotated[int, Field(gt=0, le=1_000_000)] = 4
+    base_quantum_tokens: Annotated[int, Field(gt=0, le=2**40)] = 1200
 
     @model_validator(mode="after")
     def _known_policy(self) -> Scheduler:
@@ -101,7 +111,8 @@ class Timeline(Model):
 
     enabled: bool = True
     # Sampling period; null chooses one giving about 2000 samples over the workload's span.
-    interval_ms: PositiveFloat | None = None
+    # At least a microsecond, so that every sample moves the clock on.
+    interval_ms: Annotated[float, Field(ge=0.001, allow_inf_nan=False)] | None = None
 
 
 class Slo(Model):

@@ -45,7 +45,7 @@ def simulate(
         summaries[name] = summarize(frame)
         rows = tenant_metric_rows(name, resolved, frame, include_all=True)
         capacity[name] = capacity_summary(run.timeline, rows[-1])
-        slo[name] = slo_verdict(resolved, summaries[name], rows)
+        slo[name] = slo_verdict(resolved, frame, summaries[name], rows)
         fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
         frames.append(frame.sort_values("_seq", kind="stable"))
         tenants.extend(rows)

@@ -48,6 +48,11 @@ class TimelineSampler:
         self.rows: list[tuple] = []
 
     def process(self) -> Generator[simpy.Event, None, None]:
+        # Nothing happens before the first arrival: a trace stamped in epoch milliseconds
+        # would otherwise be sampled from 0, a billion empty rows.
+        first = self.feed.next_arrival_ms
+        if first is not None and first > self.env.now:
+            yield self.env.timeout(first - self.env.now)
         samples = 0
         while True:
             self._sample()

@@ -27,7 +27,7 @@ from simsched.workload.spec_base import (
     rejecter,
 )
 
-Tokens = Annotated[int, Field(ge=0)]
+Tokens = Annotated[int, Field(ge=0, le=2**31 - 1)]  # as for trace rows
 
 
 class ClippedLength(Spec):
