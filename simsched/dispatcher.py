@@ -2,7 +2,9 @@
 
 Before a request reaches the cluster it passes a second KV gate (when admission is enabled): the
 blocks the cluster holds now plus its own must stay within its class's watermark (the
-interactive watermark for class-blind policies). A request shed here records its queue wait.
+interactive watermark for class-blind policies). A request the cluster could never hold (larger
+than a continuous-batching replica's KV cache) is shed here too, admission or not. A request
+shed here records its queue wait.
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ class DispatchGate:
         return (self.cluster.kv_blocks_in_use() + request.kv_blocks) / self.cluster.kv_blocks_total
 
     def blocks(self, occupancy: float, request: Request) -> bool:
-        return self.enabled and occupancy > self.watermarks[request.lane]
+        """Shed here: over the class watermark (with admission on), or too large for the
+        cluster ever to hold, admission or not."""
+        return (self.enabled and occupancy > self.watermarks[request.lane]) or not (
+            self.cluster.fits(request)
+        )
 
 
 def scheduler_process(

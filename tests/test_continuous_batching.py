@@ -245,14 +245,18 @@ def test_full_waiting_queues_hold_requests_in_the_lanes() -> None:
     assert requests["finish_ms"].notna().all()
 
 
-def test_a_request_larger_than_a_replica_fails_clearly() -> None:
+def test_a_request_larger_than_a_replica_is_shed_and_the_rest_run() -> None:
+    small = burst(3, prefill=200, decode=20)[0]
+    large = burst(2, prefill=3000, decode=100)[0] | {"id": "big"}  # 194 blocks > 100
     scenario = scenario_with(
-        burst(1, prefill=3000, decode=100),
-        cluster={"num_gpu_blocks": 100},
-        admission={"enabled": False},  # else the dispatch gate sheds it first
+        [small, large],
+        cluster={"replicas": 4, "num_gpu_blocks": 100},  # 400 in all: the KV gate alone passes it
+        admission={"enabled": False},
     )
-    with pytest.raises(InputError, match=r"cluster.num_gpu_blocks: .*needs 194 KV blocks"):
-        simulate(scenario)
+    requests = simulate(scenario).requests.set_index("tenant_id")
+    assert (requests.loc["big", "status_code"] == 429).all()
+    assert (requests.loc["big", "reason"] == "shed_kv_watermark").all()
+    assert (requests.loc["a", "status_code"] == 200).all()
 
 
 def test_ttft_is_known_only_at_the_first_token() -> None:

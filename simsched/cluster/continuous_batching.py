@@ -23,7 +23,6 @@ from simsched.cluster.latency import build_latency, sustained_tokens_per_ms
 from simsched.cluster.replica import NoObserver, Replica
 from simsched.cluster.router import ROUTERS
 from simsched.cluster.sequences import ceil_div
-from simsched.errors import InputError
 from simsched.recorder import Recorder
 from simsched.requests import Request
 
@@ -71,24 +70,17 @@ class ContinuousBatching:
             room.succeed()
 
     def start(self, request: Request) -> None:
-        self._check_fits(request)
         replica = self.router.pick()
         self.recorder.placed(request, replica.index)
         replica.submit(request)
         return None  # the scheduler goes on at once; has_room says when to stop
 
-    def _check_fits(self, request: Request) -> None:
-        # The last token's KV is never computed, so a request peaks at prefill + decode - 1
-        # tokens. One that cannot fit even alone would preempt itself forever.
+    def fits(self, request: Request) -> bool:
+        """Whether a replica could hold the request even alone; one that cannot would preempt
+        itself forever, so the dispatch gate sheds it. The last token's KV is never computed,
+        so a request peaks at prefill + decode - 1 tokens."""
         peak = max(1, request.prefill_tokens) + max(1, request.decode_tokens) - 1
-        blocks = ceil_div(peak, self.block_size)
-        if blocks > self.blocks_per_replica:
-            raise InputError(
-                "",
-                "cluster.num_gpu_blocks",
-                f"request {request.seq} needs {blocks} KV blocks ({peak} tokens), more than the "
-                f"{self.blocks_per_replica} a replica holds",
-            )
+        return ceil_div(peak, self.block_size) <= self.blocks_per_replica
 
     def snapshot(self) -> list[tuple[int, int, int, int, int]]:
         """Per replica: (running, waiting, kv_blocks_used, kv_blocks_total, batch_tokens)."""

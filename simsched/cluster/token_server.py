@@ -45,6 +45,9 @@ class TokenServer:
         # Summed in the reference's order (wait, then prefill) so the rounding agrees with it.
         return wait_ms + self.first_token_delay_ms(request)
 
+    def fits(self, request: Request) -> bool:
+        return True  # KV here is an accounting measure, not a hard limit
+
     def has_room(self) -> bool:
         return True  # the scheduler only asks between services: `start` returns the busy time
 
