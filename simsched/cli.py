@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from simsched import __version__
 from simsched.atomic import output_folder
 from simsched.cli_options import FileArg, Format, SetOption
 from simsched.commands import register as register_analysis_commands
@@ -35,6 +36,24 @@ app = typer.Typer(
     rich_markup_mode=None,
     help="Simulate multi-tenant LLM inference serving: fair queueing, quotas, admission control.",
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"simsched {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Simulate multi-tenant LLM inference serving: fair queueing, quotas, admission control."""
 
 
 @app.command()

@@ -280,3 +280,11 @@ def test_validate_flags_a_tenant_that_sends_nothing(tmp_path: Path) -> None:
     out = invoke("validate", str(path))
     assert "42 requests from 3 tenants" in out
     assert "  - tenant_batch_rag: batch, weight 1, 0 requests (none)" in out.splitlines()
+
+
+def test_version() -> None:
+    from simsched import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"simsched {__version__}"
