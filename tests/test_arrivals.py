@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
+from simsched.config.arrival_specs import ArrivalSpec
+from simsched.config.loading import validate
 from simsched.errors import InputError
-from simsched.loading import validate
-from simsched.workload.arrivals import arrival_times, weibull_shape
-from simsched.workload.specs import ArrivalSpec
+from simsched.workload.arrivals import arrival_times
+from simsched.workload.arrivals_renewal import weibull_shape
 
 SPEC = TypeAdapter(ArrivalSpec)
 

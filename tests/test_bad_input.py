@@ -1,6 +1,6 @@
 """Bad input through the real entry point: exit 2, one stderr line naming file and field.
 
-Every case runs `simsched.cli.main` (the console script's function, which turns an `InputError`
+Every case runs `simsched.cli.app.main` (the console script's function, which turns an `InputError`
 into that line) from inside a temporary folder holding `x.yaml` and, for trace cases,
 `requests.csv`. The scenario files are the repository's noisy-neighbor study, mutated.
 """
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from simsched.cli import main
+from simsched.cli.app import main
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((REPO / "scenarios" / "noisy_neighbor.yaml").read_text(encoding="utf-8"))

@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 
-from simsched.cluster import SERVICE_MODELS, ContinuousBatching
-from simsched.cluster.latency import build_latency, peak_tokens_per_ms
-from simsched.engine import run_variant
-from simsched.loading import validate
-from simsched.recorder import STATUS_OK, Recorder
-from simsched.scenario import Scenario
-from simsched.simulation import simulate
-from simsched.workload import build_workload
+from simsched.config.loading import validate
+from simsched.config.scenario import Scenario
+from simsched.results.simulate import simulate
+from simsched.sim.cluster.continuous_batching import ContinuousBatching
+from simsched.sim.cluster.latency import build_latency, peak_tokens_per_ms
+from simsched.sim.cluster.registry import SERVICE_MODELS
+from simsched.sim.engine import run_variant
+from simsched.sim.recorder import STATUS_OK, Recorder
+from simsched.workload.build import build_workload
 
 LINEAR = {
     "kind": "linear",

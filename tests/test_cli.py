@@ -15,7 +15,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from simsched.cli import app
+from simsched.cli.app import app
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = str(REPO / "scenarios" / "noisy_neighbor.yaml")

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from simsched.scenario import Scenario
+from simsched.config.scenario import Scenario
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from simsched.fairness import fairness_summary, jain_index, max_backlogged_gap
+from simsched.results.fairness import fairness_summary, jain_index, max_backlogged_gap
 
 
 def frame(rows: list[tuple]) -> pd.DataFrame:

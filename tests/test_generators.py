@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from simsched import simulate
-from simsched.loading import load_scenario, resolve_variants, validate
-from simsched.workload import build_workload
-from simsched.workload.build import tenant_rng
+from simsched.config.loading import load_scenario, resolve_variants, validate
+from simsched.workload.build import build_workload, tenant_rng
 from simsched.workload.generators import generate_tenant, request_ids
 
 POISSON = {"kind": "poisson", "rate_per_s": 40, "count": 3_000}

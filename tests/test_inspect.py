@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from simsched.errors import InputError
-from simsched.workload.inspect import workload_stats, write_trace_csv
+from simsched.outputs.workload_files import write_trace_csv
+from simsched.outputs.workload_stats import workload_stats
 from simsched.workload.table import RequestTable
 from simsched.workload.trace_csv import read_trace_csv
 

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from simsched.cluster import presets
-from simsched.cluster.latency import (
+from simsched.config import presets
+from simsched.sim.cluster.latency import (
     SHORT_RUN,
     LinearLatency,
     RooflineLatency,

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
+from simsched.config.length_specs import LengthSpec
+from simsched.config.loading import validate
 from simsched.errors import InputError
-from simsched.loading import validate
 from simsched.workload.lengths import draw_lengths, draw_token_lengths, lognormal_params
-from simsched.workload.specs import LengthSpec
 
 SPEC = TypeAdapter(LengthSpec)
 N = 200_000

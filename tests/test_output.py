@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-import simsched.output
-from simsched.cli import main
+import simsched.outputs.files
+from simsched.cli.app import main
+from simsched.config.loading import load_scenario
 from simsched.errors import InputError
-from simsched.loading import load_scenario
-from simsched.output import write_result
-from simsched.simulation import simulate
+from simsched.outputs.files import write_result
+from simsched.results.simulate import simulate
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"
@@ -119,13 +119,13 @@ def test_an_interrupted_write_leaves_nothing(
     tmp_path: Path, result, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A failure after some files are written (a full disk, say): no folder, no temporary."""
-    real_write = simsched.output._write_files
+    real_write = simsched.outputs.files._write_files
 
     def write_then_fail(res, folder: Path) -> None:
         real_write(res, folder)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(simsched.output, "_write_files", write_then_fail)
+    monkeypatch.setattr(simsched.outputs.files, "_write_files", write_then_fail)
     with pytest.raises(InputError) as info:
         write_result(result, tmp_path / "out")
     assert str(info.value) == f"{tmp_path / 'out'}: --out: cannot write: No space left on device"
@@ -143,7 +143,7 @@ def test_out_that_is_a_file_is_refused(tmp_path: Path, result) -> None:
 def test_text_that_needs_quoting_survives_the_csv(tmp_path: Path) -> None:
     import pandas as pd
 
-    from simsched.output import write_csv
+    from simsched.outputs.files import write_csv
 
     frame = pd.DataFrame({"request_id": ["a,b", 'say "hi"', "plain"], "ttft_ms": [1.5, None, 2]})
     write_csv(frame, tmp_path / "x.csv")

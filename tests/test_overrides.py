@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from simsched.overrides import OverrideError, apply_overrides, parse_assignment, split_path
+from simsched.config.overrides import OverrideError, apply_overrides, parse_assignment, split_path
 
 
 @pytest.fixture

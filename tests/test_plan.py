@@ -15,12 +15,15 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from simsched.commands import register
+from simsched.cli.studies import register
+from simsched.config.loading import load_scenario
 from simsched.errors import InputError
-from simsched.loading import load_scenario
-from simsched.metrics import metrics_rows
-from simsched.plan import PlanResult, Probe, knob_values, monotonicity_warnings, parse_slo, plan
-from simsched.simulation import simulate
+from simsched.results.metrics import metrics_rows
+from simsched.results.simulate import simulate
+from simsched.studies.bisection import PlanResult, Probe, monotonicity_warnings
+from simsched.studies.knob import knob_values
+from simsched.studies.plan import plan
+from simsched.studies.slo import parse_slo
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"

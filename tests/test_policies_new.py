@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from simsched.lanes import Lanes
-from simsched.policies import POLICIES, Pick, Policy, PolicyContext
-from simsched.requests import BATCH, INTERACTIVE, Request
-from simsched.scenario import Scheduler
+from simsched.config.classes import BATCH, INTERACTIVE
+from simsched.config.scenario import Scheduler
+from simsched.sim.lanes import Lanes
+from simsched.sim.policies import POLICIES
+from simsched.sim.policies.base import Pick, Policy, PolicyContext
+from simsched.sim.requests import Request
 
 
 class Queues:

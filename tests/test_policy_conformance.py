@@ -9,11 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsched import load_scenario, simulate
-from simsched.lanes import Lanes
-from simsched.policies import POLICIES, Policy, PolicyContext
-from simsched.requests import BATCH, INTERACTIVE, Request
-from simsched.scenario import Scheduler
-from simsched.workload import build_workload
+from simsched.config.classes import BATCH, INTERACTIVE
+from simsched.config.scenario import Scheduler
+from simsched.sim.lanes import Lanes
+from simsched.sim.policies import POLICIES
+from simsched.sim.policies.base import Policy, PolicyContext
+from simsched.sim.requests import Request
+from simsched.workload.build import build_workload
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "noisy_neighbor.yaml"
 NAMES = sorted(POLICIES)

@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
-from simsched.policies import POLICIES, Pick, Policy, PolicyContext
-from simsched.requests import BATCH, INTERACTIVE
-from simsched.scenario import Scheduler
+from simsched.config.classes import BATCH, INTERACTIVE
+from simsched.config.scenario import Scheduler
+from simsched.sim.policies import POLICIES
+from simsched.sim.policies.base import Pick, Policy, PolicyContext
 
 # --------------------------------------------------------------------------------------------
 # (a) policies alone, over a fake view

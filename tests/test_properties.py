@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import simsched
-from simsched.scenario import Scenario
+from simsched.config.scenario import Scenario
 
 CLASSES = ("interactive", "batch")
 POLICY_NAMES = ("request_count_fifo", "service_token_drr")

@@ -11,18 +11,20 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from simsched.commands import register
+from simsched.cli.studies import register
+from simsched.config.loading import load_scenario
 from simsched.errors import InputError
-from simsched.loading import load_scenario
-from simsched.output import write_result
-from simsched.report import cumulative_shares, report, write_report
-from simsched.results import SimulationResult
-from simsched.simulation import simulate
-from simsched.sweep import sweep, write_table
+from simsched.outputs.files import write_result
+from simsched.outputs.report import report, write_report
+from simsched.outputs.report.scenario_plots import cumulative_shares
+from simsched.outputs.sweep_table import write_table
+from simsched.results.frames import SimulationResult
+from simsched.results.simulate import simulate
+from simsched.studies.sweep import sweep
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"
-report_module = importlib.import_module("simsched.report")  # the module, not a function
+report_module = importlib.import_module("simsched.outputs.report")  # the module, not a function
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SCENARIO_PLOTS = {
     "ttft_cdf.png",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import simsched
-from simsched.loading import validate
+from simsched.config.loading import validate
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import simsched
-from simsched.workload import build_workload
+from simsched.workload.build import build_workload
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((REPO / "scenarios").glob("*.yaml"))

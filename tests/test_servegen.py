@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simsched.config.loading import load_scenario, validate
 from simsched.errors import InputError
-from simsched.loading import load_scenario, validate
-from simsched.workload.servegen import import_servegen, write_scenario_yaml
+from simsched.outputs.workload_files import write_scenario_yaml
+from simsched.workload.servegen import import_servegen
 
 REPO = Path(__file__).resolve().parents[1]
 SERVEGEN = REPO.parent / "shared" / "data" / "traces" / "servegen" / "language_m-small"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from simsched.config.overrides import overlapping
 from simsched.errors import InputError
-from simsched.overrides import overlapping
-from simsched.plan import plan
-from simsched.sweep import sweep
+from simsched.studies.plan import plan
+from simsched.studies.sweep import sweep
 
 NOISY = Path(__file__).resolve().parents[1] / "scenarios" / "noisy_neighbor.yaml"
 

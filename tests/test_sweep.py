@@ -16,16 +16,19 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from simsched.commands import register
+from simsched.cli.studies import register
 from simsched.errors import InputError
-from simsched.metrics import ALL, COUNT_METRICS
-from simsched.progress import ProgressLine, render
-from simsched.sweep import parse_grid, read_table, split_values, sweep, write_table
+from simsched.outputs.progress import ProgressLine, render
+from simsched.outputs.sweep_table import read_table, write_table
+from simsched.results.metrics import COUNT_METRICS
+from simsched.results.tenants import ALL
+from simsched.studies.grid import parse_grid, split_values
+from simsched.studies.sweep import sweep
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"
 # the module, even once the package exports the function `sweep` under the same name
-sweep_module = importlib.import_module("simsched.sweep")
+sweep_module = importlib.import_module("simsched.studies.sweep")
 GRID = {"cluster.total_kv_blocks": [1200, 2400], "admission.batch_kv_watermark": [0.5, 0.95]}
 VARIANTS = ["request_count_no_admission", "service_token_drr_with_admission"]
 TENANTS = ["tenant_chat_pro", "tenant_ide_assist", "tenant_batch_rag", ALL]

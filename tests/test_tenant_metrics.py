@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import simsched
-from simsched.tenant_metrics import ALL
+from simsched.results.tenants import ALL
 
 NOISY = Path(__file__).resolve().parents[1] / "scenarios" / "noisy_neighbor.yaml"
 PROTECTED = "service_token_drr_with_admission"

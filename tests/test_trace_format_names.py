@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import get_args
 
+from simsched.config.length_specs import TraceFormat
 from simsched.workload.formats import FORMATS
-from simsched.workload.specs import TraceFormat
 
 
 def test_trace_format_literal_names_every_registered_reader() -> None:

@@ -16,10 +16,12 @@ from collections.abc import Iterator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsched.lanes import Lanes
-from simsched.policies import POLICIES, PolicyContext
-from simsched.requests import BATCH, INTERACTIVE, Request
-from simsched.scenario import Scheduler
+from simsched.config.classes import BATCH, INTERACTIVE
+from simsched.config.scenario import Scheduler
+from simsched.sim.lanes import Lanes
+from simsched.sim.policies import POLICIES
+from simsched.sim.policies.base import PolicyContext
+from simsched.sim.requests import Request
 
 PICKS = 150
 

@@ -1,8 +1,5 @@
-"""Workloads: where requests come from, and the SimPy process that delivers them."""
+"""Workloads: a scenario's requests as a `RequestTable` (numpy only, no simulation).
 
-from __future__ import annotations
-
-from simsched.workload.build import build_workload
-from simsched.workload.table import RequestTable
-
-__all__ = ["RequestTable", "build_workload"]
+`build.build_workload(scenario)` generates (arrival processes, length distributions) or reads
+(trace formats) every tenant's requests and merges them in (arrival_ms, request_id) order.
+"""

@@ -24,9 +24,7 @@ import numpy as np
 
 from simsched.workload.arrivals_onoff import onoff
 from simsched.workload.arrivals_rate_schedule import rate_schedule
-from simsched.workload.arrivals_renewal import gamma, poisson, weibull, weibull_shape
-
-__all__ = ["PROCESSES", "arrival_times", "weibull_shape"]
+from simsched.workload.arrivals_renewal import gamma, poisson, weibull
 
 
 def arrival_times(spec, rng: np.random.Generator) -> np.ndarray:

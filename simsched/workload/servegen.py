@@ -31,21 +31,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 
-from simsched.atomic import write_text_atomic
 from simsched.errors import InputError
 from simsched.workload.servegen_lengths import (
     FIELDS,
-    QUOTE_KEYS,
     Lengths,
     Pmf,
     client_lengths,
     pool_lengths,
 )
 from simsched.workload.servegen_rates import (
-    TRACE_COLUMNS,
-    TRACE_FILE,
     WINDOW_S,
     Span,
     group_rates,
@@ -53,20 +48,6 @@ from simsched.workload.servegen_rates import (
     read_rates,
     select_windows,
 )
-
-__all__ = [  # the parsers' names too, importable from here as before the split
-    "FIELDS",
-    "LONG_TAIL",
-    "QUOTE_KEYS",
-    "TRACE_COLUMNS",
-    "TRACE_FILE",
-    "WINDOW_S",
-    "Group",
-    "Pmf",
-    "Span",
-    "import_servegen",
-    "write_scenario_yaml",
-]
 
 LONG_TAIL = "long_tail"
 
@@ -112,12 +93,6 @@ def import_servegen(
         "description": _description(directory, span, [clients[i] for i in tail], rate_scale),
         "tenants": [_tenant(group, span) for group in groups],
     }
-
-
-def write_scenario_yaml(mapping: dict, out_path: str | Path) -> Path:
-    """Write the mapping as YAML, atomically: a reader never sees half a file."""
-    text = yaml.safe_dump(mapping, sort_keys=False, default_flow_style=None, width=100)
-    return write_text_atomic(Path(out_path), text)
 
 
 def _group(tenant_id, members, rates, cvs, clients, directory, span) -> Group:

@@ -1,0 +1,18 @@
+"""Names the scenario format accepts for parts that the simulation implements.
+
+The configuration layer checks names without importing the simulation (describing or validating a
+scenario must not load SimPy). The simulation's registries are checked against these lists when
+they load (`simsched.sim.policies`), so a name cannot be accepted here and then be missing there.
+"""
+
+from __future__ import annotations
+
+POLICY_NAMES = (
+    "service_token_drr",
+    "request_count_fifo",
+    "vtc",
+    "wfq",
+    "fcfs",
+    "strict_priority",
+    "edf",
+)
