@@ -15,7 +15,8 @@ import time
 
 import simsched
 from simsched.config.loading import resolve_variants
-from simsched.results.frames import summarize, variant_frame
+from simsched.results.frames import variant_frame
+from simsched.results.summaries import summarize
 from simsched.sim.engine import request_costs, run_variant
 from simsched.workload.build import build_workload
 

@@ -7,6 +7,7 @@ and exit 2.
 from __future__ import annotations
 
 import os
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +72,27 @@ def _same_error(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
     return a is not None and (a["loc"], a["type"], a["msg"]) == (b["loc"], b["type"], b["msg"])
 
 
+# Resolving validates every variant, which is the slow part of loading a large scenario, and a
+# command asks several times (the CLI, simulate, describe, reports): remember the answer while the
+# scenario object lives. Scenarios are frozen, so it cannot go stale. Keys are identities, not
+# hashes of the whole scenario; an entry leaves with its scenario, before its id can be reused.
+_RESOLVED: dict[int, list[tuple[str, Scenario]]] = {}
+
+
 def resolve_variants(scenario: Scenario, label: str = "") -> list[tuple[str, Scenario]]:
     """Each variant's full scenario: the base with that variant's overrides applied."""
     if not scenario.variants:
         return [(BASE_VARIANT, scenario)]
+    key = id(scenario)
+    known = _RESOLVED.get(key)
+    if known is None:
+        known = _resolve(scenario, label)
+        _RESOLVED[key] = known
+        weakref.finalize(scenario, _RESOLVED.pop, key, None)
+    return list(known)
+
+
+def _resolve(scenario: Scenario, label: str) -> list[tuple[str, Scenario]]:
     # Only what the file (and --set) said, as for --set: defaults of one cluster model must not
     # travel into a variant that switches to another.
     base = scenario.model_dump(mode="python", exclude={"variants"}, exclude_unset=True)

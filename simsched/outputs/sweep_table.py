@@ -9,7 +9,7 @@ import pandas as pd
 from simsched.errors import InputError
 from simsched.outputs.atomic import cannot_write, staging_file
 from simsched.outputs.files import write_csv
-from simsched.results.metrics import METRIC_COLUMNS
+from simsched.results.tenants import METRIC_COLUMNS
 
 FIXED_COLUMNS = ["point", "seed", "variant", "tenant", *METRIC_COLUMNS, "error"]
 TABLE_SUFFIXES = (".parquet", ".csv")

@@ -18,7 +18,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from simsched.sim.recorder import STATUS_OK
+from simsched.results.frames import admitted
 
 
 def jain_index(values: np.ndarray) -> float:
@@ -30,7 +30,7 @@ def jain_index(values: np.ndarray) -> float:
 
 
 def fairness_summary(frame: pd.DataFrame, weights: dict[str, float]) -> dict[str, float]:
-    ok = frame["status_code"].to_numpy() == STATUS_OK
+    ok = admitted(frame)
     served = frame.loc[ok].groupby("tenant_id")["service_tokens"].sum()
     submitted = frame["tenant_id"].unique()
     normalised = np.array([served.get(t, 0) / weights[t] for t in submitted], dtype=np.float64)
@@ -55,7 +55,7 @@ def max_backlogged_gap(frame: pd.DataFrame, weights: dict[str, float]) -> float:
 def _queued_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """Requests that entered a queue: admitted ones, and those shed at the dispatch gate."""
     left = frame["dispatch_ms"].fillna(frame["arrival_ms"] + frame["queue_wait_ms"])
-    entered = (frame["status_code"] == STATUS_OK) | (frame["queue_wait_ms"] > 0)
+    entered = admitted(frame) | (frame["queue_wait_ms"] > 0)
     rows = frame.loc[entered, ["tenant_id", "arrival_ms", "service_tokens", "status_code"]]
     return rows.assign(left_ms=left[entered])
 
@@ -73,7 +73,7 @@ def _backlog_periods(rows: pd.DataFrame) -> np.ndarray:
 
 
 def _service_events(rows: pd.DataFrame, weight: float) -> np.ndarray:
-    served = rows[rows["status_code"] == STATUS_OK]
+    served = rows[admitted(rows)]
     events = np.column_stack([served["left_ms"], served["service_tokens"] / weight])
     return events[np.argsort(events[:, 0], kind="stable")] if len(events) else events
 

@@ -11,14 +11,8 @@ from simsched.config.loading import resolve_variants, select_variants
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.results.fairness import fairness_summary
-from simsched.results.frames import (
-    REQUEST_COLUMNS,
-    SimulationResult,
-    capacity_summary,
-    slo_verdict,
-    summarize,
-    variant_frame,
-)
+from simsched.results.frames import REQUEST_COLUMNS, SimulationResult, variant_frame
+from simsched.results.summaries import capacity_summary, slo_verdict, summarize
 from simsched.results.tenants import tenant_metric_rows
 from simsched.sim.engine import request_costs, run_variant
 from simsched.sim.timeline import TIMELINE_COLUMNS

@@ -1,5 +1,10 @@
 """Per-tenant metrics of one variant: the one definition behind tenants.csv, sweeps and plans.
 
+`simsched plan --slo tenant_chat_pro.p99_ttft_ms<=500` judges the same number that `simsched sweep`
+puts in the `p99_ttft_ms` column and tenants.csv holds: `metrics_rows` are the result's tenant
+rows, keyed by `tenant` instead of `tenant_id`. A metric with no value (a latency percentile of
+no served request) is NaN, never 0.
+
 A row per declared tenant (declaration order) and optionally an `all` row. Counts cover every
 request; latency percentiles (nearest-rank, 2 decimals) cover admitted requests. A request is
 *good* when it was admitted and meets its class's TTFT target and, where set, its TPOT target;
@@ -14,8 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simsched.results.frames import SimulationResult, admitted
 from simsched.results.percentiles import nearest_rank
-from simsched.sim.recorder import SHED_REASONS, STATUS_OK
+from simsched.sim.recorder import SHED_REASONS
 
 ALL = "all"
 LATENCIES = ("ttft_ms", "tpot_ms", "e2e_ms", "queue_wait_ms")
@@ -50,7 +56,7 @@ def tenant_metric_rows(
 def good_requests(frame: pd.DataFrame, slo) -> np.ndarray:
     """Admitted requests within their class's TTFT (and TPOT, where set) targets."""
     interactive = frame["priority_class"].to_numpy() == "interactive"
-    ok = frame["status_code"].to_numpy() == STATUS_OK
+    ok = admitted(frame)
     ttft_limit = np.where(interactive, slo.interactive_ttft_ms, slo.batch_ttft_ms)
     good = ok & (frame["ttft_ms"].to_numpy() <= ttft_limit)
     tpot_limit = np.where(interactive, _or_inf(slo.interactive_tpot_ms), _or_inf(slo.batch_tpot_ms))
@@ -59,7 +65,7 @@ def good_requests(frame: pd.DataFrame, slo) -> np.ndarray:
 
 
 def _row(variant: str, tenant: str, part: pd.DataFrame, good: np.ndarray, span_s: float) -> dict:
-    ok = part["status_code"].to_numpy() == STATUS_OK
+    ok = admitted(part)
     reasons = part["reason"].to_numpy()
     row: dict[str, Any] = {"variant": variant, "tenant_id": tenant, "submitted": len(part)}
     row |= {"admitted": int(ok.sum()), "shed": int((~ok).sum())}
@@ -122,7 +128,7 @@ def _ordered(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _admitted_tokens(frame: pd.DataFrame) -> int:
-    ok = frame["status_code"].to_numpy() == STATUS_OK
+    ok = admitted(frame)
     return int(frame["service_tokens"].to_numpy()[ok].sum())
 
 
@@ -139,3 +145,25 @@ def _share(part: float, whole: float) -> float:
 
 def _or_inf(limit: float | None) -> float:
     return np.inf if limit is None else limit
+
+
+# --- the same rows for sweeps, plans and reports: keyed by `tenant`, metrics only ------------
+# Counts stay integers in sweep tables; everything else is a float or a verdict.
+COUNT_METRICS = ["submitted", "admitted", "shed", *SHED_REASONS, "admitted_service_tokens"]
+DESCRIPTIVE = ("variant", "tenant_id", "priority", "weight")
+METRIC_COLUMNS = [column for column in COLUMNS if column not in DESCRIPTIVE]
+ROW_KEYS = ["variant", "tenant", *METRIC_COLUMNS]
+
+
+def metrics_rows(result: SimulationResult) -> list[dict[str, Any]]:
+    """Per variant: a row per declared tenant (declaration order), then the `all` row."""
+    rows = result.tenants.to_dict("records")
+    return [{"variant": r["variant"], "tenant": r["tenant_id"]} | _metrics(r) for r in rows]
+
+
+def metrics_frame(result: SimulationResult) -> pd.DataFrame:
+    return pd.DataFrame(metrics_rows(result), columns=ROW_KEYS)
+
+
+def _metrics(row: dict[str, Any]) -> dict[str, Any]:
+    return {column: row[column] for column in METRIC_COLUMNS}

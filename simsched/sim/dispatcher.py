@@ -1,55 +1,45 @@
 """The scheduler process: when the cluster has room, ask the policy which request goes next.
 
-Before a request reaches the cluster it passes a second KV gate (when admission is enabled): the
-blocks the cluster holds now plus its own must stay within its class's watermark (the
-interactive watermark for class-blind policies). A request the cluster could never hold (larger
-than a continuous-batching replica's KV cache) is shed here too, admission or not. A request
-shed here records its queue wait.
+Before a request reaches the cluster it passes the KV gate a second time (`kv_gate.KvGate`,
+when admission is enabled): the blocks the cluster holds now plus its own must stay within its
+class's watermark (the interactive watermark for class-blind policies). A request the cluster
+could never hold (larger than a continuous-batching replica's KV cache) is shed here too,
+admission or not. A request shed here records its queue wait.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import dataclass
 
 import simpy
 
-from simsched.config.classes import INTERACTIVE
+from simsched.sim.cluster.contract import ServiceModel
 from simsched.sim.gateway import Gateway
+from simsched.sim.kv_gate import KvGate
 from simsched.sim.lanes import Lanes
 from simsched.sim.policies.base import Policy
 from simsched.sim.quotas import TokenBuckets
 from simsched.sim.recorder import SHED_KV_WATERMARK, Recorder
-from simsched.sim.requests import Request
 
 
-class DispatchGate:
-    def __init__(self, admission, cluster, class_blind: bool) -> None:
-        self.enabled = admission.enabled
-        wm = (admission.interactive_kv_watermark, admission.batch_kv_watermark)
-        self.watermarks = (wm[INTERACTIVE], wm[INTERACTIVE]) if class_blind else wm
-        self.cluster = cluster
+@dataclass(frozen=True)
+class Stages:
+    """The parts of one variant's model that the scheduler process drives, wired by the engine."""
 
-    def occupancy_with(self, request: Request) -> float:
-        return (self.cluster.kv_blocks_in_use() + request.kv_blocks) / self.cluster.kv_blocks_total
-
-    def blocks(self, occupancy: float, request: Request) -> bool:
-        """Shed here: over the class watermark (with admission on), or too large for the
-        cluster ever to hold, admission or not."""
-        return (self.enabled and occupancy > self.watermarks[request.lane]) or not (
-            self.cluster.fits(request)
-        )
+    env: simpy.Environment
+    policy: Policy
+    lanes: Lanes
+    gateway: Gateway
+    gate: KvGate
+    cluster: ServiceModel
+    buckets: TokenBuckets
+    recorder: Recorder
 
 
-def scheduler_process(
-    env: simpy.Environment,
-    policy: Policy,
-    lanes: Lanes,
-    gateway: Gateway,
-    gate: DispatchGate,
-    cluster,
-    buckets: TokenBuckets,
-    recorder: Recorder,
-) -> Generator[simpy.Event, None, None]:
+def scheduler_process(stages: Stages) -> Generator[simpy.Event, None, None]:
+    env, policy, lanes, gateway = stages.env, stages.policy, stages.lanes, stages.gateway
+    gate, cluster, buckets, recorder = stages.gate, stages.cluster, stages.buckets, stages.recorder
     while True:
         gateway.tick(env.now)
         if not cluster.has_room():
@@ -62,9 +52,9 @@ def scheduler_process(
         request = lanes.pop(pick.lane, pick.tenant)
         now = env.now
         buckets.refill(now)
-        occupancy = gate.occupancy_with(request)
+        occupancy = gate.dispatch_occupancy(request)
         wait_ms = max(0.0, now - request.arrival_ms)
-        if gate.blocks(occupancy, request):
+        if gate.blocks_dispatch(occupancy, request):
             recorder.shed(request.seq, SHED_KV_WATERMARK, wait_ms, occupancy)
             continue
         recorder.admitted(

@@ -13,10 +13,11 @@ import pandas as pd
 
 from simsched.config.scenario import Scenario
 from simsched.sim.cluster.registry import SERVICE_MODELS
-from simsched.sim.dispatcher import DispatchGate, scheduler_process
+from simsched.sim.dispatcher import Stages, scheduler_process
 from simsched.sim.feed import Feed
 from simsched.sim.gateway import AdmissionRules, AdmitAll, ArrivalGateway, TickGateway
 from simsched.sim.kernel import SimEnvironment
+from simsched.sim.kv_gate import KvGate
 from simsched.sim.lanes import Lanes
 from simsched.sim.policies import POLICIES
 from simsched.sim.policies.base import PolicyContext
@@ -66,17 +67,18 @@ def run_variant(
     cluster = SERVICE_MODELS[scenario.cluster.service_model](env, scenario.cluster, recorder)
     policy = POLICIES[scenario.scheduler.policy](policy_context(scenario))
     buckets = TokenBuckets([t.quota for t in tenants])
+    gate = KvGate(scenario.admission, cluster, lanes, policy.class_blind)
     screening = scenario.admission.enabled and policy.screens_arrivals
     rules = (
-        AdmissionRules(scenario.admission, cluster, lanes, buckets, cluster.tput)
+        AdmissionRules(scenario.admission, gate, lanes, buckets, cluster.tput)
         if screening
         else AdmitAll()
     )
     feed = Feed(table, *request_costs(scenario, table), progress=progress)
     timing = ArrivalGateway if scenario.admission.evaluate_at == "arrival" else TickGateway
     gateway = timing(env, feed, rules, lanes, buckets, recorder)
-    gate = DispatchGate(scenario.admission, cluster, policy.class_blind)
-    env.process(scheduler_process(env, policy, lanes, gateway, gate, cluster, buckets, recorder))
+    stages = Stages(env, policy, lanes, gateway, gate, cluster, buckets, recorder)
+    env.process(scheduler_process(stages))
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
     env.run()
     _check_one_outcome_each(recorder, len(table))

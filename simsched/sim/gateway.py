@@ -2,9 +2,9 @@
 
 Rules, in the reference's order (each may shed the request with a 429):
 
-1. KV watermark: blocks held by the cluster + blocks queued in the interactive lane (+ the batch
-   lane too, for a batch request) + the request's own, over the total, must not exceed the
-   request class's watermark.
+1. KV watermark (`kv_gate.KvGate`, the rule the dispatcher applies too): blocks held by the
+   cluster + blocks queued in the interactive lane (+ the batch lane too, for a batch request)
+   + the request's own, over the total, must not exceed the request class's watermark.
 2. Queue-wait SLO: pending service tokens in the request's lane / cluster throughput must not
    exceed the class's wait limit.
 3. Quota (batch only): the tenant's token bucket must hold the request's service tokens.
@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import simpy
 
-from simsched.config.classes import BATCH, INTERACTIVE
+from simsched.config.classes import BATCH
 from simsched.sim.feed import Feed
 from simsched.sim.kernel import ARRIVAL, AtInstant
+from simsched.sim.kv_gate import KvGate
 from simsched.sim.lanes import Lanes
 from simsched.sim.quotas import TokenBuckets
 from simsched.sim.recorder import SHED_KV_WATERMARK, SHED_QUEUE_WAIT, SHED_TOKEN_QUOTA, Recorder
@@ -33,28 +34,23 @@ from simsched.sim.requests import Request
 class AdmissionRules:
     """The three rules; `judge` returns None to admit, or (reason, occupancy) to shed."""
 
-    def __init__(self, admission, cluster, lanes: Lanes, buckets: TokenBuckets, tput: float):
-        self.watermarks = (admission.interactive_kv_watermark, admission.batch_kv_watermark)
+    def __init__(self, admission, gate: KvGate, lanes: Lanes, buckets: TokenBuckets, tput: float):
         self.wait_limits = (admission.max_interactive_wait_ms, admission.max_batch_wait_ms)
-        self.cluster = cluster
+        self.gate = gate
         self.lanes = lanes
         self.buckets = buckets
         self.tput = tput
 
     def judge(self, request: Request) -> tuple[str, float] | None:
         lane = request.lane
-        lanes = self.lanes
-        reserved = self.cluster.kv_blocks_in_use() + lanes.queued_kv_blocks(INTERACTIVE)
-        if lane == BATCH:
-            reserved += lanes.queued_kv_blocks(BATCH)
-        occupancy = (reserved + request.kv_blocks) / self.cluster.kv_blocks_total
-        watermark = self.watermarks[lane]
-        if occupancy > watermark:
-            return SHED_KV_WATERMARK, min(occupancy, watermark)
-        if lanes.pending_service_tokens(lane) / self.tput > self.wait_limits[lane]:
-            return SHED_QUEUE_WAIT, min(occupancy, watermark)
+        gate = self.gate
+        occupancy = gate.arrival_occupancy(request)
+        if gate.over_at_arrival(occupancy, lane):
+            return SHED_KV_WATERMARK, gate.recorded_at_arrival(occupancy, lane)
+        if self.lanes.pending_service_tokens(lane) / self.tput > self.wait_limits[lane]:
+            return SHED_QUEUE_WAIT, gate.recorded_at_arrival(occupancy, lane)
         if lane == BATCH and not self.buckets.holds(request.tenant, request.service_tokens):
-            return SHED_TOKEN_QUOTA, min(occupancy, watermark)
+            return SHED_TOKEN_QUOTA, gate.recorded_at_arrival(occupancy, lane)
         return None
 
 

@@ -9,7 +9,7 @@ larger values mean more load; which direction a knob goes is the user's call (a 
 search every probe is checked for that monotonicity, and the result says plainly when it fails.
 
 An SLO reads `TARGET.METRIC OP LIMIT`: TARGET is a tenant id or `all`, METRIC a column of the
-metrics row (`simsched.results.metrics`), OP one of <=, <, >=, >.
+metrics row (`simsched.results.tenants`), OP one of <=, <, >=, >.
 
 The parts live in `simsched.analysis`: `slo` (the expressions), `knob` (the candidates) and
 `bisection` (the search and its messages); their public names are importable from here too.
@@ -31,8 +31,8 @@ from simsched.config.loading import (
 from simsched.config.overrides import format_assignment
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
-from simsched.results.metrics import metrics_rows
 from simsched.results.simulate import simulate
+from simsched.results.tenants import metrics_rows
 from simsched.studies.bisection import PlanResult, Probe, monotonicity_warnings, search
 from simsched.studies.grid import relabel
 from simsched.studies.knob import Number, knob_values

@@ -15,8 +15,8 @@ from typing import Any
 
 from simsched.config.loading import load_scenario
 from simsched.errors import InputError
-from simsched.results.metrics import metrics_rows
 from simsched.results.simulate import simulate
+from simsched.results.tenants import metrics_rows
 from simsched.studies.grid import relabel
 
 Progress = Callable[[int, int], None]

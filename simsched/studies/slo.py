@@ -1,4 +1,4 @@
-"""SLO expressions: `TARGET.METRIC OP LIMIT`, judged on a metrics row (`simsched.results.metrics`).
+"""SLO expressions: `TARGET.METRIC OP LIMIT`, judged on a metrics row (`simsched.results.tenants`).
 
 TARGET is a tenant id or `all`, METRIC a column of the metrics row, OP one of <=, <, >=, >.
 """
@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
-from simsched.results.metrics import METRIC_COLUMNS
-from simsched.results.tenants import ALL
+from simsched.results.tenants import ALL, METRIC_COLUMNS
 
 OPERATORS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
 SLO_PATTERN = re.compile(

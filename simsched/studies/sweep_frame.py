@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from simsched.outputs.sweep_table import FIXED_COLUMNS
-from simsched.results.metrics import COUNT_METRICS
+from simsched.results.tenants import COUNT_METRICS
 from simsched.studies.grid import Point, show
 from simsched.studies.runners import Outcome
 

@@ -32,7 +32,7 @@ from simsched.outputs.report.scenario_plots import (
 from simsched.outputs.report.sweep_plots import metric_plot, sweep_parameters, varies
 from simsched.outputs.sweep_table import read_table
 from simsched.results.frames import SimulationResult
-from simsched.results.metrics import METRIC_COLUMNS
+from simsched.results.tenants import METRIC_COLUMNS
 
 
 def write_report(result: SimulationResult, out_dir: str | Path) -> Path:

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 INDEX = "index.html"
+DPI = 100  # at 100% zoom a figure's inches are its size on screen; tests lower it for speed
 Figure = Any  # matplotlib.figure.Figure, imported lazily so the CLI starts fast
 
 
@@ -52,7 +53,7 @@ def decorate(ax, title: str, xlabel: str, ylabel: str) -> None:
 
 def save(fig: Figure, folder: Path, file: str, title: str, caption: str) -> Plot:
     # no "Software" stamp: the same data gives the same bytes across matplotlib versions
-    fig.savefig(folder / file, dpi=100, metadata={"Software": None})
+    fig.savefig(folder / file, dpi=DPI, metadata={"Software": None})
     return Plot(file, title, caption)
 
 

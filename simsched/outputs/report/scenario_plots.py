@@ -13,7 +13,8 @@ import pandas as pd
 
 from simsched.outputs.report.data import ScenarioData
 from simsched.outputs.report.page import Plot, decorate, figure, save, variant_panels
-from simsched.sim.recorder import SHED_REASONS, STATUS_OK
+from simsched.results.frames import admitted
+from simsched.sim.recorder import SHED_REASONS
 
 SHARE_WINDOWS = 100  # time windows of the service-share plot
 
@@ -151,5 +152,5 @@ def _tenant_ids(data: ScenarioData, variant: str) -> list[str]:
 
 
 def _admitted(requests: pd.DataFrame, variant: str) -> pd.DataFrame:
-    mask = (requests["variant"] == variant) & (requests["status_code"] == STATUS_OK)
+    mask = (requests["variant"] == variant).to_numpy() & admitted(requests)
     return requests[mask]

@@ -8,8 +8,7 @@ import pandas as pd
 
 from simsched.outputs.report.page import Plot, decorate, figure, save
 from simsched.outputs.sweep_table import FIXED_COLUMNS
-from simsched.results.metrics import COUNT_METRICS
-from simsched.results.tenants import ALL
+from simsched.results.tenants import ALL, COUNT_METRICS
 from simsched.sim.recorder import SHED_REASONS
 
 UNITS = {

@@ -17,7 +17,7 @@ from simsched.sim.policies.base import Policy, PolicyContext
 from simsched.sim.requests import Request
 from simsched.workload.build import build_workload
 
-SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "noisy_neighbor.yaml"
+SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "noisy_neighbor.yaml"
 NAMES = sorted(POLICIES)
 
 

@@ -20,12 +20,11 @@ from simsched.cli.studies import register
 from simsched.errors import InputError
 from simsched.outputs.progress import ProgressLine, render
 from simsched.outputs.sweep_table import read_table, write_table
-from simsched.results.metrics import COUNT_METRICS
-from simsched.results.tenants import ALL
+from simsched.results.tenants import ALL, COUNT_METRICS
 from simsched.studies.grid import parse_grid, split_values
 from simsched.studies.sweep import sweep
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"
 # the module, even once the package exports the function `sweep` under the same name
 sweep_module = importlib.import_module("simsched.studies.sweep")

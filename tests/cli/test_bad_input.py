@@ -20,7 +20,7 @@ import yaml
 
 from simsched.cli.app import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BASE = yaml.safe_load((REPO / "scenarios" / "noisy_neighbor.yaml").read_text(encoding="utf-8"))
 HEADER = "request_id,tenant_id,arrival_ms,prefill_tokens,decode_tokens\n"
 GOOD_ROWS = "r1,tenant_chat_pro,0,100,10\nr2,tenant_chat_pro,5,100,10\n"

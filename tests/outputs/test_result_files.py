@@ -17,7 +17,7 @@ from simsched.errors import InputError
 from simsched.outputs.files import write_result
 from simsched.results.simulate import simulate
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"
 FILES = ["requests.csv", "summary.json", "tenants.csv", "timeline.csv"]
 

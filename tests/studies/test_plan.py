@@ -18,14 +18,14 @@ from typer.testing import CliRunner
 from simsched.cli.studies import register
 from simsched.config.loading import load_scenario
 from simsched.errors import InputError
-from simsched.results.metrics import metrics_rows
 from simsched.results.simulate import simulate
+from simsched.results.tenants import metrics_rows
 from simsched.studies.bisection import PlanResult, Probe, monotonicity_warnings
 from simsched.studies.knob import knob_values
 from simsched.studies.plan import plan
 from simsched.studies.slo import parse_slo
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"
 VARIANT = "service_token_drr_with_admission"
 NO_QUOTA = ["tenants.tenant_batch_rag.quota.burst_service_tokens=1000000"]

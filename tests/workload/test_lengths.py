@@ -23,7 +23,7 @@ from simsched.workload.lengths import draw_lengths, draw_token_lengths, lognorma
 SPEC = TypeAdapter(LengthSpec)
 N = 200_000
 AZURE_CONV = (
-    Path(__file__).resolve().parents[1].parent / "shared/data/traces/azure_llm_2023_conv.csv"
+    Path(__file__).resolve().parents[2].parent / "shared/data/traces/azure_llm_2023_conv.csv"
 )
 
 

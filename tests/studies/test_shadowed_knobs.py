@@ -11,7 +11,7 @@ from simsched.errors import InputError
 from simsched.studies.plan import plan
 from simsched.studies.sweep import sweep
 
-NOISY = Path(__file__).resolve().parents[1] / "scenarios" / "noisy_neighbor.yaml"
+NOISY = Path(__file__).resolve().parents[2] / "scenarios" / "noisy_neighbor.yaml"
 
 
 def test_overlapping_paths() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import simsched
 
-NOISY = Path(__file__).resolve().parents[1] / "scenarios" / "noisy_neighbor.yaml"
+NOISY = Path(__file__).resolve().parents[2] / "scenarios" / "noisy_neighbor.yaml"
 
 
 def test_progress_reaches_the_total_for_every_variant() -> None:

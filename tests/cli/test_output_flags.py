@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_bad_input import run_main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOISY = str(REPO / "scenarios" / "noisy_neighbor.yaml")
 
 

@@ -15,7 +15,7 @@ from simsched.outputs.describe import describe_scenario
 from simsched.results.simulate import simulate
 from simsched.sim.cluster.replica import Replica
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 TENANT = {
     "id": "a",
     "arrivals": {"kind": "periodic", "interval_ms": 10, "count": 3},

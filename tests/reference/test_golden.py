@@ -15,9 +15,9 @@ import pytest
 
 import simsched
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"
-EXPECTED = Path(__file__).resolve().parent / "data" / "noisy_neighbor_comparison.json"
+EXPECTED = Path(__file__).resolve().parents[2] / "tests" / "data" / "noisy_neighbor_comparison.json"
 VARIANTS = ("request_count_no_admission", "service_token_drr_with_admission")
 
 

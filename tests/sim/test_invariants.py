@@ -181,16 +181,6 @@ def test_one_request_at_a_time_on_the_token_server(
 
 @PROPERTY_SETTINGS
 @given(case=cases())
-def test_same_input_twice_gives_identical_frames(
-    make_scenario: Callable[..., Scenario], case: Case
-) -> None:
-    _, first = simulate(make_scenario, case)
-    _, second = simulate(make_scenario, case)
-    pd.testing.assert_frame_equal(first, second)
-
-
-@PROPERTY_SETTINGS
-@given(case=cases())
 def test_evaluation_time_only_matters_for_screened_arrivals(
     make_scenario: Callable[..., Scenario], case: Case
 ) -> None:

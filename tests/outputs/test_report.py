@@ -22,7 +22,7 @@ from simsched.results.frames import SimulationResult
 from simsched.results.simulate import simulate
 from simsched.studies.sweep import sweep
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"
 report_module = importlib.import_module("simsched.outputs.report")  # the module, not a function
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -9,7 +9,7 @@ import pytest
 import simsched
 from simsched.workload.build import build_workload
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((REPO / "scenarios").glob("*.yaml"))
 NEEDS_TRACES = {"azure_replay.yaml"}  # reads files users download into scenarios/data/
 

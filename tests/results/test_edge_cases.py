@@ -7,7 +7,7 @@ from pathlib import Path
 import simsched
 from simsched.config.loading import validate
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_timeline_starts_at_the_first_arrival(tmp_path: Path) -> None:

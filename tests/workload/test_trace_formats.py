@@ -15,7 +15,7 @@ from simsched.errors import InputError
 from simsched.workload.formats import read_length_pairs, read_trace
 from simsched.workload.traces import tenant_trace_table
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TRACES = REPO.parent / "shared" / "data" / "traces"
 
 CSV = """request_id,tenant_id,arrival_ms,prefill_tokens,decode_tokens

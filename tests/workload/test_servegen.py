@@ -14,7 +14,7 @@ from simsched.errors import InputError
 from simsched.outputs.workload_files import write_scenario_yaml
 from simsched.workload.servegen import import_servegen
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SERVEGEN = REPO.parent / "shared" / "data" / "traces" / "servegen" / "language_m-small"
 
 GRID = [0, 600, 1200, 1800]

@@ -9,7 +9,7 @@ import pytest
 import simsched
 from simsched.errors import InputError
 
-NOISY = Path(__file__).resolve().parents[1] / "scenarios" / "noisy_neighbor.yaml"
+NOISY = Path(__file__).resolve().parents[2] / "scenarios" / "noisy_neighbor.yaml"
 PROTECTED = "service_token_drr_with_admission"
 
 
