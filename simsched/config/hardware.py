@@ -1,7 +1,7 @@
 """What a continuous-batching replica runs on, and how long its iterations take (no SimPy here).
 
 The `gpu` and `model` sections, and the `latency_model` union (`linear` or `roofline`); the
-`continuous_batching` settings that use them are in `cluster_config_batching.py`.
+`continuous_batching` settings that use them are in `batching.py`.
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ class EmpiricalLength(ClippedLength):
 
 
 # The readers registered in `workload.formats` (FORMATS), spelt out as a Literal must be;
-# tests/test_trace_format_names.py keeps the two lists equal.
+# tests/workload/test_trace_format_names.py keeps the two lists equal.
 TraceFormat = Literal["csv", "azure2023", "mooncake", "burstgpt"]
 
 

@@ -19,9 +19,6 @@ from simsched.config.validation_errors import input_error
 from simsched.config.yaml_io import parse_yaml_mapping, read_text
 from simsched.errors import InputError
 
-# Reading text and YAML, and turning validation errors into messages, have modules of their own;
-# their names stay importable from here (the trace readers use read_text).
-
 BASE_VARIANT = "base"
 
 

@@ -1,7 +1,7 @@
 """Names the scenario format accepts for parts that the simulation implements.
 
-The configuration layer checks names without importing the simulation (describing or validating a
-scenario must not load SimPy). The simulation's registries are checked against these lists when
+The configuration layer checks names without importing the simulation: loading a scenario (for
+`sweep` workers, `plan`, the Python API) does not load SimPy or pandas. The simulation's registries are checked against these lists when
 they load (`simsched.sim.policies`), so a name cannot be accepted here and then be missing there.
 """
 

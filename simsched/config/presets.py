@@ -2,7 +2,7 @@
 
 The figures are public: vendor datasheets for the GPUs, the Llama 3 model cards and their
 `config.json` for the models (sources in docs/continuous_batching.md). They are plain mappings
-so that `cluster_config` can validate a preset and a user's own mapping the same way.
+so that the `cluster` models can validate a preset and a user's own mapping the same way.
 
 GPU: `tflops` dense BF16 tensor-core TFLOP/s (datasheets quote the 2:4-sparse figure, twice
 this), `hbm_gbps` memory bandwidth in GB/s (10^9 bytes), `memory_gib` device memory,

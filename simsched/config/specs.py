@@ -2,8 +2,8 @@
 
 `scenario.py` uses `ArrivalSpec` for `tenants[i].arrivals` and `LengthSpec` for
 `tenants[i].prefill_tokens` / `decode_tokens`. The models live in `arrival_specs.py` and
-`length_specs.py` (what they share in `spec_base.py`); this module is the one place to import
-them from, and joins their tags into `UNION_TAGS`.
+`length_specs.py` (what they share in `spec_base.py`); this module joins their tags into
+`UNION_TAGS`, which loading strips from error locations.
 
 Both unions pick their member with a function rather than pydantic's literal-field discriminator,
 for two reasons: a length is either a plain number or a `dist:` mapping, and an unknown `kind` or

@@ -2,8 +2,8 @@
 
 `simsched plan --slo tenant_chat_pro.p99_ttft_ms<=500` judges the same number that `simsched sweep`
 puts in the `p99_ttft_ms` column and tenants.csv holds: `metrics_rows` are the result's tenant
-rows, keyed by `tenant` instead of `tenant_id`. A metric with no value (a latency percentile of
-no served request) is NaN, never 0.
+rows, keyed by `tenant` instead of `tenant_id`. A metric with no value, a latency percentile of
+no served request, is NaN, never 0 (which would pass any latency target).
 
 A row per declared tenant (declaration order) and optionally an `all` row. Counts cover every
 request; latency percentiles (nearest-rank, 2 decimals) cover admitted requests. A request is
@@ -152,17 +152,12 @@ def _or_inf(limit: float | None) -> float:
 COUNT_METRICS = ["submitted", "admitted", "shed", *SHED_REASONS, "admitted_service_tokens"]
 DESCRIPTIVE = ("variant", "tenant_id", "priority", "weight")
 METRIC_COLUMNS = [column for column in COLUMNS if column not in DESCRIPTIVE]
-ROW_KEYS = ["variant", "tenant", *METRIC_COLUMNS]
 
 
 def metrics_rows(result: SimulationResult) -> list[dict[str, Any]]:
     """Per variant: a row per declared tenant (declaration order), then the `all` row."""
     rows = result.tenants.to_dict("records")
     return [{"variant": r["variant"], "tenant": r["tenant_id"]} | _metrics(r) for r in rows]
-
-
-def metrics_frame(result: SimulationResult) -> pd.DataFrame:
-    return pd.DataFrame(metrics_rows(result), columns=ROW_KEYS)
 
 
 def _metrics(row: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import simpy
 
 from simsched.config.classes import BATCH
+from simsched.config.scenario import Admission
 from simsched.sim.feed import Feed
 from simsched.sim.kernel import ARRIVAL, AtInstant
 from simsched.sim.kv_gate import KvGate
@@ -34,7 +35,9 @@ from simsched.sim.requests import Request
 class AdmissionRules:
     """The three rules; `judge` returns None to admit, or (reason, occupancy) to shed."""
 
-    def __init__(self, admission, gate: KvGate, lanes: Lanes, buckets: TokenBuckets, tput: float):
+    def __init__(
+        self, admission: Admission, gate: KvGate, lanes: Lanes, buckets: TokenBuckets, tput: float
+    ) -> None:
         self.wait_limits = (admission.max_interactive_wait_ms, admission.max_batch_wait_ms)
         self.gate = gate
         self.lanes = lanes

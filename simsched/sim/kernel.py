@@ -5,6 +5,13 @@ at one instant and the reference fixes their order: KV blocks whose hold ends at
 (`held while release_time > now`), then requests arriving at t are seen, then the scheduler
 looks for work at t. The priorities below encode that, through SimPy's documented
 `Environment.schedule(event, priority, delay)`.
+
+This is SimPy's one door: the only module that touches SimPy's private state. `schedule_at`
+pushes onto `Environment._queue` with `_eid` (SimPy has no public way to schedule at an absolute
+instant), and `_init_triggered` sets an event's `_value` and `_ok` as SimPy's own `Timeout` does
+(SimPy has no public way to create an already-triggered event with a priority). Both are SimPy 4
+internals, which is why pyproject.toml bounds SimPy below 5; the tests of exact instants and
+event order here (tests/sim) fail first if a SimPy release changes them.
 """
 
 from __future__ import annotations

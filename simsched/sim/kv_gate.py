@@ -18,12 +18,16 @@ the figure is the occupancy itself (docs/model.md, "KV watermark").
 from __future__ import annotations
 
 from simsched.config.classes import BATCH, INTERACTIVE
+from simsched.config.scenario import Admission
+from simsched.sim.cluster.contract import ServiceModel
 from simsched.sim.lanes import Lanes
 from simsched.sim.requests import Request
 
 
 class KvGate:
-    def __init__(self, admission, cluster, lanes: Lanes, class_blind: bool) -> None:
+    def __init__(
+        self, admission: Admission, cluster: ServiceModel, lanes: Lanes, class_blind: bool
+    ) -> None:
         self.enabled = admission.enabled
         self.watermarks = (admission.interactive_kv_watermark, admission.batch_kv_watermark)
         interactive = self.watermarks[INTERACTIVE]

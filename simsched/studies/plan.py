@@ -11,8 +11,8 @@ search every probe is checked for that monotonicity, and the result says plainly
 An SLO reads `TARGET.METRIC OP LIMIT`: TARGET is a tenant id or `all`, METRIC a column of the
 metrics row (`simsched.results.tenants`), OP one of <=, <, >=, >.
 
-The parts live in `simsched.analysis`: `slo` (the expressions), `knob` (the candidates) and
-`bisection` (the search and its messages); their public names are importable from here too.
+The parts live beside it in `simsched.studies`: `slo` (the expressions), `knob` (the candidates)
+and `bisection` (the search and its messages).
 """
 
 from __future__ import annotations

@@ -57,7 +57,8 @@ def imported_modules(path: Path, top: Path) -> list[tuple[int, str]]:
                 anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
                 base = f"{anchor}.{base}" if base else anchor
             found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
-            found.append((node.lineno, base))
+            if base != "simsched":  # `from simsched import x` is judged by x alone
+                found.append((node.lineno, base))
     return found
 
 
@@ -72,6 +73,16 @@ def within(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
+# What a layered module may take from the top-level package itself; everything else there is the
+# lazy public API, which would load a higher layer behind the contract's back.
+TOP_LEVEL_ALLOWED = {"simsched.__version__", "simsched.errors"}
+
+
+def through_the_top(target: str) -> bool:
+    ours = target == "simsched" or (target.startswith("simsched.") and target.count(".") == 1)
+    return ours and target not in TOP_LEVEL_ALLOWED
+
+
 def violations(package_root: Path = PACKAGE) -> list[str]:
     problems = []
     for path in sorted(package_root.rglob("*.py")):
@@ -82,6 +93,8 @@ def violations(package_root: Path = PACKAGE) -> list[str]:
             theirs = layer_of(target)
             if own is not None and theirs is not None and theirs > own:
                 problems.append(f"{where} (a higher layer)")
+            if own is not None and theirs is None and through_the_top(target):
+                problems.append(f"{where} (the lazy top-level API)")
             for a, b in INDEPENDENT:
                 if (within(importer, a) and within(target, b)) or (
                     within(importer, b) and within(target, a)
@@ -107,7 +120,11 @@ def test_a_lower_layer_importing_a_higher_one_is_caught(tmp_path):
     (fake / "config").mkdir(parents=True)
     (fake / "config" / "bad.py").write_text("from simsched.sim.engine import run_variant\n")
     (fake / "config" / "heavy.py").write_text("def f():\n    import pandas\n")
+    (fake / "config" / "lazy.py").write_text("from simsched import simulate\n")
+    (fake / "config" / "lazier.py").write_text("import simsched\n")
     found = violations(fake)
+    assert any("config.lazy imports simsched.simulate" in p for p in found)
+    assert any("config.lazier imports simsched " in p for p in found)
     assert any("config.bad imports simsched.sim.engine" in p for p in found)
     assert any("config.heavy imports pandas" in p for p in found)
 

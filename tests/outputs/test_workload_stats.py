@@ -1,4 +1,4 @@
-"""Workload statistics and the trace-CSV export (`inspect.py`)."""
+"""Workload statistics and the trace-CSV export (`outputs/workload_stats.py`, `outputs/workload_files.py`)."""
 
 from __future__ import annotations
 

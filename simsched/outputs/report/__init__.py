@@ -7,8 +7,8 @@ display is needed. `index.html` embeds every plot (it opens anywhere on its own)
 PNG file beside it. Like every output folder, a report is written to a temporary folder and
 moved into place only once complete (`simsched.outputs.atomic`).
 
-This module decides what each page holds; the parts live in `simsched.analysis`: `report_data`,
-`scenario_plots`, `sweep_plots` and `page`. Their public names are importable from here too.
+This module decides what each page holds; the parts live beside it in this package: `data`,
+`scenario_plots`, `sweep_plots` and `page`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import bisect
 
-from simsched.sim.cluster.latency import Latency, decode_run
+from simsched.sim.cluster.contract import LatencyModel
+from simsched.sim.cluster.latency import decode_run
 from simsched.sim.cluster.sequences import DecodeSet
 
 # A jump of one iteration is a step. Longer jumps are split at MAX_JUMP, which bounds the work a
@@ -49,7 +50,9 @@ class Jump:
         return self.first + self.k - 1
 
 
-def plan_jump(decoding: DecodeSet, it: int, t: float, free: int, latency: Latency) -> Jump | None:
+def plan_jump(
+    decoding: DecodeSet, it: int, t: float, free: int, latency: LatencyModel
+) -> Jump | None:
     """The jump from iteration `it`, starting at `t` with `free` blocks; None if it is too short."""
     horizon = min(decoding.next_finish() - it + 1, MAX_JUMP)
     if horizon < MIN_JUMP:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simsched.config.cluster import SERVICE_MODEL_NAMES
 from simsched.sim.cluster.continuous_batching import ContinuousBatching
 from simsched.sim.cluster.contract import ServiceModel
 from simsched.sim.cluster.token_server import TokenServer
@@ -13,6 +14,11 @@ SERVICE_MODELS: dict[str, type[ServiceModel]] = {
     "token_server": TokenServer,
     "continuous_batching": ContinuousBatching,
 }
+
+if set(SERVICE_MODELS) != set(SERVICE_MODEL_NAMES):  # the scenario format must accept exactly these
+    raise ImportError(
+        f"service models {sorted(SERVICE_MODELS)} != config names {sorted(SERVICE_MODEL_NAMES)}"
+    )
 
 
 def sustained_tokens_per_ms(config: Any) -> float:

@@ -27,9 +27,9 @@ from typing import Any
 
 import simpy
 
+from simsched.sim.cluster.contract import LatencyModel
 from simsched.sim.cluster.fast_forward import Jump, plan_jump
 from simsched.sim.cluster.kv import KvPool
-from simsched.sim.cluster.latency import Latency
 from simsched.sim.cluster.sequences import DecodeSet, Seq, ceil_div
 from simsched.sim.kernel import RELEASE, SCHEDULER, At, AtInstant
 from simsched.sim.recorder import Recorder
@@ -48,7 +48,12 @@ class NoObserver:
 
 class Replica:
     def __init__(
-        self, env: simpy.Environment, index: int, config: Any, latency: Latency, recorder: Recorder
+        self,
+        env: simpy.Environment,
+        index: int,
+        config: Any,
+        latency: LatencyModel,
+        recorder: Recorder,
     ) -> None:
         self.env = env
         self.index = index

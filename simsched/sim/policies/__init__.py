@@ -1,6 +1,7 @@
 """The policy registry: `scheduler.policy` names map to classes here, and only here.
 
-The engine looks policies up by name, so adding one is a new file plus one line below.
+The engine looks policies up by name, so adding one is a new file, its class in the tuple below
+and its name in `simsched/config/names.py`.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ class Pick:
 
 
 class Policy(ABC):
-    """Base of every scheduling policy; subclasses register themselves in `policies/__init__.py`."""
+    """Base of every scheduling policy; each is registered by name in `sim/policies/__init__.py`."""
 
     name: ClassVar[str]
     # The gateway applies its arrival rules (KV watermark, wait SLO, quota) only for policies
