@@ -1,8 +1,10 @@
 """Names the scenario format accepts for parts that the simulation implements.
 
-The configuration layer checks names without importing the simulation: loading a scenario (for
-`sweep` workers, `plan`, the Python API) does not load SimPy or pandas. The simulation's registries are checked against these lists when
-they load (`simsched.sim.policies`), so a name cannot be accepted here and then be missing there.
+The configuration layer checks names without importing the simulation: loading a scenario
+(for `sweep` workers, `plan`, the Python API) does not load SimPy or pandas. The simulation's
+registries check themselves against these lists when they load (`simsched.sim.policies`; service
+models against `config.cluster.SERVICE_MODEL_NAMES`), so a name cannot be accepted here and then
+be missing there.
 """
 
 from __future__ import annotations

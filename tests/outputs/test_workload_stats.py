@@ -1,4 +1,4 @@
-"""Workload statistics and the trace-CSV export (`outputs/workload_stats.py`, `outputs/workload_files.py`)."""
+"""Workload statistics (`outputs/workload_stats.py`) and the trace-CSV export."""
 
 from __future__ import annotations
 

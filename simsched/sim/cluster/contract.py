@@ -1,10 +1,10 @@
 """The seams between the scheduler and a cluster model, as `typing.Protocol`s.
 
 `ServiceModel` is what the engine, the dispatcher, the gateway's admission rules and the timeline
-ask of a cluster; a new model implements every member (tests/sim/cluster/test_service_models.py runs a
-conformance suite over every registered model, and docs/architecture.md's contract table is
-checked against this class). `LatencyModel` is what a continuous-batching replica asks of its
-latency model once per iteration.
+ask of a cluster; a new model implements every member. tests/sim/cluster/test_service_models.py
+runs a conformance suite over every registered model and checks docs/architecture.md's contract
+table against this class. `LatencyModel` is what a continuous-batching replica asks of its latency
+model once per iteration.
 """
 
 from __future__ import annotations
