@@ -69,24 +69,41 @@ def run_task(task: Task) -> Outcome:
 
 def run_local(tasks: list[Task], jobs: int, tick: Progress) -> list[Outcome]:
     """In this process when one job suffices; else on a pool of `jobs` processes."""
-    if jobs == 1 or len(tasks) <= 1:
-        outcomes = []
-        for task in tasks:
-            outcomes.append(run_task(task))
-            tick(len(outcomes), len(tasks))
-        return outcomes
-    context = multiprocessing.get_context(_start_method())
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context)
-    try:
-        futures = [pool.submit(run_task, task) for task in tasks]
+    with LocalPool(min(jobs, len(tasks))) as pool:
+        return pool.run(tasks, tick)
+
+
+class LocalPool:
+    """`jobs` worker processes kept for several batches of tasks (a plan's rounds reuse them,
+    and with them each worker's workload cache); one job runs the tasks in this process."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self.pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> LocalPool:
+        if self.jobs > 1:
+            context = multiprocessing.get_context(_start_method())
+            self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:  # on Ctrl-C, drop the tasks not yet started
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def run(self, tasks: list[Task], tick: Progress) -> list[Outcome]:
+        if self.pool is None:
+            outcomes = []
+            for task in tasks:
+                outcomes.append(run_task(task))
+                tick(len(outcomes), len(tasks))
+            return outcomes
+        futures = [self.pool.submit(run_task, task) for task in tasks]
         for done, _ in enumerate(as_completed(futures), start=1):
             tick(done, len(tasks))
-        outcomes = [_outcome(future) for future in futures]
-    finally:  # on Ctrl-C, drop the points not yet started rather than wait for them
-        pool.shutdown(wait=True, cancel_futures=True)
-    if all(_broken(future) for future in futures):
-        raise WorkersDidNotStart(WORKERS_DID_NOT_START)
-    return outcomes
+        if futures and all(_broken(future) for future in futures):
+            raise WorkersDidNotStart(WORKERS_DID_NOT_START)
+        return [_outcome(future) for future in futures]
 
 
 class WorkersDidNotStart(RuntimeError):
