@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from simsched.studies.confidence import Estimate
+from simsched.results.confidence import Estimate
 from simsched.studies.knob import Number
 from simsched.studies.slo import Slo
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from simsched.config.overrides import format_assignment
+from simsched.results.confidence import INTERVAL, Estimate, estimate
 from simsched.studies.bisection import Probe
-from simsched.studies.confidence import INTERVAL, Estimate, estimate
 from simsched.studies.knob import Number
 from simsched.studies.runners import Outcome, Task
 from simsched.studies.slo import Slo

@@ -1,5 +1,5 @@
 """A sweep's replicates summarised: per point (its swept values), variant and tenant, each
-metric's mean across seeds and its 95% Student-t interval (`simsched.studies.confidence`).
+metric's mean across seeds and its 95% Student-t interval (`simsched.results.confidence`).
 
 Columns: the swept parameters, `variant`, `tenant`, `seeds` (the replicates that ran), then
 `<metric>_mean`, `<metric>_ci_low`, `<metric>_ci_high` for every numeric metric. A metric with
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 
 from simsched.outputs.sweep_table import FIXED_COLUMNS
+from simsched.results.confidence import estimate
 from simsched.results.tenants import METRIC_COLUMNS
-from simsched.studies.confidence import estimate
 
 
 def seed_summary(table: pd.DataFrame) -> pd.DataFrame:

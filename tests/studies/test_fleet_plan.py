@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from simsched.cli.studies import register
 from simsched.config.loading import load_scenario
 from simsched.config.prices import GPU_PRICES_PER_HOUR
-from simsched.studies.confidence import estimate
+from simsched.results.confidence import estimate
 from simsched.studies.plan import plan
 from simsched.studies.slo import parse_slo
 from simsched.studies.sweep import sweep
@@ -37,9 +37,8 @@ def test_the_default_shed_guard_refuses_a_capacity_that_sheds() -> None:
     one = next(p for p in stated.probes if p.value == 1)
     assert one.shed["all"] > 0.1 and set(one.shed) == {"all", "chat", "ide", "batch"}
     assert guarded.answer == 2
-    assert "added all.shed_rate<=0.001" in guarded.notes[0] and not stated.notes[:1] == [
-        guarded.notes[0]
-    ]
+    assert "added all.shed_rate<=0.001" in guarded.notes[0]
+    assert not any("added all.shed_rate" in note for note in stated.notes)
     assert "all.shed_rate = " in guarded.message  # why 1 is not the answer
 
 

@@ -58,10 +58,13 @@ def small_multiples(count: int, sharex: bool = False, sharey: bool = False):
     return fig, panels[:count]
 
 
-def variant_panels(variants: list[str]) -> tuple[Figure, Iterator[tuple[Any, str]]]:
-    """A figure with a panel per variant side by side (one y scale), and (panel, variant) pairs."""
-    fig, axes = figure(1, len(variants), sharey=True)
-    return fig, zip(axes[0], variants, strict=True)
+def variant_panels(
+    variants: list[str], sharex: bool = True, sharey: bool = True
+) -> tuple[Figure, Iterator[tuple[Any, str]]]:
+    """Small multiples, a panel per variant (at most MAX_COLUMNS a row), and (panel, variant)
+    pairs. Axes are shared where the panels compare the same quantity on the same scale."""
+    fig, axes = small_multiples(len(variants), sharex=sharex, sharey=sharey)
+    return fig, zip(axes, variants, strict=True)
 
 
 def decorate(ax, title: str, xlabel: str, ylabel: str) -> None:
