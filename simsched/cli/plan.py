@@ -96,6 +96,10 @@ def plan(
     if (vary is None) == (maximize is None):
         raise InputError(str(file), "--vary", "give either --vary PATH or --maximize PATH")
     knob = vary or maximize
+    if report is not None:  # before the long part, as `scenario --report` does
+        from simsched.outputs.atomic import output_folder
+
+        output_folder(report, "--report")
     grid = parse_grid(over or [], "--over", str(file))
     tenants = load_scenario(file, set_).tenant_ids()
     line = ProgressLine("plan")
