@@ -74,15 +74,16 @@ def variant_workload(
     """The variant's requests. Variants that leave the workload's settings alone share one
     generated workload; a problem with a variant's own workload settings names the variant."""
     key = _workload_key(scenario)
-    if key not in cache:
+    table = cache.get(key)  # one read: a cache shared by threads may be cleared meanwhile
+    if table is None:
         try:
-            cache[key] = build_workload(scenario)
+            table = cache[key] = build_workload(scenario)
         except InputError as exc:
             if key == _workload_key(base):  # the scenario's own problem, not the variant's
                 raise
             where = _join(f"variant {name!r}", exc.where)
             raise InputError(exc.source, where, exc.message) from None
-    return cache[key]
+    return table
 
 
 def _workload_key(scenario: Scenario) -> str:

@@ -127,3 +127,16 @@ def test_token_server_has_no_cost() -> None:
     result = plan(noisy, "cluster.total_kv_blocks", "1600:8000", ["all.shed<=100"], step=1600,
                   over=over, seeds=2)  # fmt: skip
     assert len(result.plans) == 2 and result.answer == 1600
+
+
+def test_plan_on_dask_gives_the_serial_answer() -> None:
+    distributed = pytest.importorskip("distributed")
+    noisy = REPO / "scenarios" / "noisy_neighbor.yaml"
+    args = (noisy, "cluster.total_kv_blocks", "1600:8000", ["tenant_batch_rag.shed<=0"])
+    kwargs = {"step": 800, "overrides": ["tenants.tenant_batch_rag.quota.burst_service_tokens=1e6"]}
+    serial = plan(*args, **kwargs)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:  # fmt: skip
+        remote = plan(*args, **kwargs, dask_address=cluster.scheduler_address)
+    assert remote.answer == serial.answer
+    assert len(remote.probes) >= len(serial.probes) - 1  # two at a time: maybe one more probe
