@@ -25,6 +25,7 @@ search), `probing` (running and judging probes), `fleet` (combinations, cost, th
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
@@ -95,7 +96,8 @@ def plan(
         raise InputError(label, f"--over {shown(plans[0].combo)}", plans[0].error)
     seed_list = tuple(range(base.seed, base.seed + seeds)) if seeds > 1 else (None,)
     spec = ProbeSpec(source.path, label, source.raw, tuple(source.overrides), knob, chosen,
-                     tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule)  # fmt: skip
+                     tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule,
+                     uuid.uuid4().hex)  # fmt: skip
     fleet = FleetPlan(knob, chosen, maximize, parsed, rule, seeds, minimize, plans, notes=notes)
     _search(fleet, spec, jobs, dask_address, on_probe)
     for result in plans:

@@ -50,6 +50,7 @@ class ProbeSpec:
     tenants: tuple[str, ...]
     seeds: tuple[int | None, ...]  # (None,): the scenario's own seed, once
     rule: str
+    study: str = ""  # an id shared by the plan's tasks (workload reuse, runners.Task)
 
 
 def tasks_for(spec: ProbeSpec, combo: Combo, value: Number, start: int) -> list[Task]:

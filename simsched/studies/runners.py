@@ -37,13 +37,16 @@ class Task:
     raw: str | None = None  # a scenario given as an object: its settings as JSON, not `path`
     variants: tuple[str, ...] = ()  # the variants to run; () runs every one
     classes: bool = False  # add the priority classes' rows (plans judge class SLOs)
+    study: str = ""  # the sweep or plan it belongs to: workloads are reused within one only
 
 
 # A worker (or this process, with one job) keeps the last workloads it generated: the probes of a
 # plan and the points of a sweep that vary only the cluster share them (the key is the settings
-# that make a workload: seed, tenants, trace), so each is generated once per process.
+# that make a workload: seed, tenants, trace), so each is generated once per process. Only within
+# one study: a long-lived Dask worker must not serve a trace file's old contents to the next one.
 _WORKLOADS: dict = {}
 _WORKLOADS_KEPT = 4
+_STUDY = [""]
 
 
 def task_scenario(task: Task):
@@ -55,8 +58,9 @@ def task_scenario(task: Task):
 def run_task(task: Task) -> Outcome:
     """Load and simulate one point; any failure is the point's, never the sweep's."""
     try:
-        if len(_WORKLOADS) > _WORKLOADS_KEPT:
+        if len(_WORKLOADS) > _WORKLOADS_KEPT or task.study != _STUDY[0]:
             _WORKLOADS.clear()
+            _STUDY[0] = task.study
         scenario = task_scenario(task)
         result = simulate(scenario, list(task.variants) or None, workloads=_WORKLOADS)
         return metrics_rows(result, classes=task.classes), None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -70,7 +71,8 @@ def sweep(
     _refuse_shadowed_paths(base, axes, label)
     check_axes(path, overrides or [], axes, load)
     points = make_points(axes, base.seed, _positive(seeds, "--seeds", label))
-    tasks = [_task(path, raw, label, overrides or [], point) for point in points]
+    study = uuid.uuid4().hex  # workers reuse workloads within this sweep only
+    tasks = [_task(path, raw, label, overrides or [], point, study) for point in points]
     runner = (
         (lambda tick: run_dask(tasks, dask_address, tick, DASK_CONNECT_TIMEOUT_S))
         if dask_address
@@ -94,11 +96,11 @@ def _refuse_shadowed_paths(base, axes: list, label: str) -> None:
                 )
 
 
-def _task(path, raw: str | None, label: str, overrides: list[str], point: Point) -> Task:
+def _task(path, raw: str | None, label: str, overrides: list[str], point: Point, study) -> Task:
     # workers may run in another folder than this one
     resolved = label if raw is not None else str(Path(path).resolve())
     texts = (*overrides, *point.overrides)
-    return Task(point.index, resolved, label, texts, point.labels, raw)
+    return Task(point.index, resolved, label, texts, point.labels, raw, study=study)
 
 
 def _loader(path, raw: str | None, label: str):
