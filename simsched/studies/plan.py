@@ -229,6 +229,11 @@ def _search(fleet: FleetPlan, spec: ProbeSpec, jobs: int, dask: str | None, on_p
     for search in searches:
         search.finish()
         search.result.warnings = monotonicity_warnings(search.result)
+        if search.result.warnings and len(spec.seeds) == 1:  # say why it may happen
+            search.result.warnings.append(
+                "with one seed, run-to-run noise can move a metric across its target near the "
+                "boundary; --seeds N judges each probe on N runs (the mean and its interval)"
+            )
 
 
 @contextmanager
