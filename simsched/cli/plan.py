@@ -88,7 +88,6 @@ def plan(
 ) -> None:
     """Find the smallest capacity (or largest load) that meets every SLO, by bisection."""
     from simsched.cli.plan_output import ProbePrinter, print_result
-    from simsched.config.loading import load_scenario
     from simsched.outputs.report.plan_plots import write_plan_report
     from simsched.studies.grid import parse_grid
     from simsched.studies.plan import plan as run_plan
@@ -101,9 +100,8 @@ def plan(
 
         output_folder(report, "--report")
     grid = parse_grid(over or [], "--over", str(file))
-    tenants = load_scenario(file, set_).tenant_ids()
     line = ProgressLine("plan")
-    show = ProbePrinter(knob, list(grid), tenants) if format is Format.table else _probe_note(line)
+    show = ProbePrinter(knob, list(grid)) if format is Format.table else _probe_note(line)
     result = run_plan(
         file,
         knob,

@@ -27,8 +27,8 @@ def estimate_cell(probe, key: str) -> str:
 class ProbePrinter:
     """Each probe as a table row on stdout, as soon as it is known."""
 
-    def __init__(self, knob: str, over: list[str], tenants: list[str]) -> None:
-        self.knob, self.over, self.tenants = knob, over, tenants
+    def __init__(self, knob: str, over: list[str]) -> None:
+        self.knob, self.over = knob, over
         self.columns: list[str] = []
 
     def row(self, cells: list[object]) -> str:
@@ -37,7 +37,8 @@ class ProbePrinter:
         )
 
     def __call__(self, probe) -> None:
-        shed = [t for t in ("all", *self.tenants) if f"{t}.shed_rate" not in probe.metrics]
+        # the judged variant's tenants, `all` first, unless an SLO already shows the rate
+        shed = [t for t in probe.shed if f"{t}.shed_rate" not in probe.metrics]
         if not self.columns:
             self.columns += [*self.over, self.knob, "met", *probe.metrics]
             self.columns += [f"{t}.shed_rate" for t in shed]

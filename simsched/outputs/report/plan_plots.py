@@ -23,16 +23,16 @@ def write_plan_report(document: dict[str, Any], out_dir: str | Path) -> Path:
 def plan_report(document: dict[str, Any], folder: Path) -> None:
     plans = document.get("combinations") or [document]
     plots = [slo_plot(document, plans, folder)]
-    table = pd.DataFrame(
-        [
-            {
-                **p.get("over", {}),
-                document["knob"]: p.get("answer"),
-                "cost_per_hour": p.get("cost_per_hour"),
-            }  # noqa: E501
-            for p in plans
-        ]
-    )
+    knob = document["knob"]
+    rows = [
+        {
+            **plan.get("over", {}),
+            knob: plan.get("answer"),
+            "cost_per_hour": plan.get("cost_per_hour"),
+        }
+        for plan in plans
+    ]
+    table = pd.DataFrame(rows)
     write_index(folder, f"plan: {document['knob']}", plots, [(document["message"], table)])
 
 
@@ -74,7 +74,7 @@ def _bands(ax, probes: list[dict], key: str, color: str) -> None:
             yerr=[
                 [e["mean"] - e["low"] for _, e in spans],
                 [e["high"] - e["mean"] for _, e in spans],
-            ],  # noqa: E501
+            ],
             fmt="none",
             ecolor=color,
             capsize=3,
