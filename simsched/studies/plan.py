@@ -99,7 +99,8 @@ def plan(
                      tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule,
                      uuid.uuid4().hex)  # fmt: skip
     fleet = FleetPlan(knob, chosen, maximize, parsed, rule, seeds, minimize, plans, notes=notes)
-    _search(fleet, spec, jobs, dask_address, on_probe)
+    check = lambda combo, value: source.load_at(combo, knob, value, flag)  # noqa: E731
+    _search(fleet, spec, jobs, dask_address, on_probe, check)
     for result in plans:
         if result.answer is not None:
             result.gpus, result.cost_per_hour = _cost(source, result, result.answer)
@@ -213,14 +214,18 @@ def _cost(source: _Source, result: PlanResult, value: Number) -> tuple[int | Non
     return fleet_cost(resolved.cluster)
 
 
-def _search(fleet: FleetPlan, spec: ProbeSpec, jobs: int, dask: str | None, on_probe) -> None:
-    """Rounds: every unfinished search names its next probes, and they run together."""
+def _search(fleet: FleetPlan, spec: ProbeSpec, jobs: int, dask: str | None, on_probe, check):
+    """Rounds: every unfinished search names its next probes, and they run together. Each value
+    is loaded here first (`check`), so a value the scenario rejects is an input error naming the
+    flag, as it is at the range's ends, not a failure inside a worker."""
     searches = [Bisection(result) for result in fleet.plans if result.error is None]
     with _runner(jobs, dask) as (runner, slots):
         while active := [s for s in searches if not s.done]:
             width = max(1, slots // (len(spec.seeds) * len(active)))
             wanted = [(search, index) for search in active for index in search.wanted(width)]
             batch = [(search.result.combo, search.order[index]) for search, index in wanted]
+            for combo, value in batch:
+                check(combo, value)
             for (search, index), probe in zip(wanted, run_probes(spec, batch, runner), strict=True):
                 search.record(index, probe)
                 fleet.probes.append(probe)
