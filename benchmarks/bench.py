@@ -123,6 +123,8 @@ def main() -> None:
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     report_phases("1M-request multi-tenant Poisson scenario", "poisson_1m.yaml")
+    plan_bench = REPO / "benchmarks" / "plan_bench.py"  # configurations per hour of planning
+    subprocess.run([sys.executable, str(plan_bench)], check=True)
     report_batching(args.repeat)
     results = {}
     for size in args.sizes:

@@ -7,6 +7,7 @@ result, so the probes go to the progress line on stderr (drawn on a terminal onl
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -54,15 +55,53 @@ def plan(
     ] = None,
     set_: SetOption = None,
     format: Annotated[Format, typer.Option("--format", help="Output format.")] = (Format.table),
+    over: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--over",
+            metavar="PATH=V1,V2,...",
+            help="Search within each of these values (repeatable: every combination).",
+        ),
+    ] = None,
+    minimize: Annotated[
+        str,
+        typer.Option(metavar="value|cost|gpus", help="Which combination answers (with --over)."),
+    ] = "value",
+    seeds: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Run each probe with seeds seed..seed+N-1.")
+    ] = 1,
+    rule: Annotated[
+        str,
+        typer.Option(metavar="interval|every|mean", help="How the seeds decide (see the docs)."),
+    ] = "interval",
+    jobs: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Probes run at once, on local processes.")
+    ] = 1,
+    dask: Annotated[
+        str | None,
+        typer.Option(metavar="ADDRESS", help="Run the probes on this Dask scheduler instead."),
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="Also plot each SLO metric against the knob here."),
+    ] = None,
 ) -> None:
     """Find the smallest capacity (or largest load) that meets every SLO, by bisection."""
+    from simsched.cli.plan_output import ProbePrinter, print_result
+    from simsched.outputs.report.plan_plots import write_plan_report
+    from simsched.studies.grid import parse_grid
     from simsched.studies.plan import plan as run_plan
 
     if (vary is None) == (maximize is None):
         raise InputError(str(file), "--vary", "give either --vary PATH or --maximize PATH")
     knob = vary or maximize
+    if report is not None:  # before the long part, as `scenario --report` does
+        from simsched.outputs.atomic import output_folder
+
+        output_folder(report, "--report")
+    grid = parse_grid(over or [], "--over", str(file))
     line = ProgressLine("plan")
-    show = _probe_printer(knob) if format is Format.table else _probe_note(line)
+    show = ProbePrinter(knob, list(grid)) if format is Format.table else _probe_note(line)
     result = run_plan(
         file,
         knob,
@@ -72,15 +111,21 @@ def plan(
         maximize=maximize is not None,
         variant=variant,
         overrides=set_,
+        over=grid,
+        minimize=minimize,
+        seeds=seeds,
+        rule=rule,
+        jobs=jobs,
+        dask_address=dask,
         on_probe=show,
     )
     line.close()
+    if report is not None:
+        write_plan_report(result.to_json_dict(), report)
     if format is Format.json:
         typer.echo(json.dumps(result.to_json_dict(), indent=2))
         return
-    typer.echo(result.message)
-    for warning in result.warnings:
-        typer.echo(f"warning: {warning}")
+    print_result(result)
 
 
 def _step(step: float | None) -> int | float | None:
@@ -88,27 +133,9 @@ def _step(step: float | None) -> int | float | None:
     return int(step) if step is not None and step.is_integer() else step
 
 
-def _probe_printer(knob: str):
-    """Each probe as a table row on stdout, as soon as it is known."""
-    columns: list[str] = []
-
-    def row(cells: list[object]) -> str:
-        return "  ".join(
-            f"{cell!s:>{max(len(c), 8)}}" for cell, c in zip(cells, columns, strict=True)
-        )
-
-    def show(probe) -> None:
-        if not columns:
-            columns.extend([knob, "met", *probe.metrics])
-            typer.echo(row(columns))
-        met = "yes" if probe.met else "no"
-        typer.echo(row([probe.value, met, *probe.metrics.values()]))
-
-    return show
-
-
 def _probe_note(line: ProgressLine):
     def show(probe) -> None:
-        line.message(f"{probe.value}: {'met' if probe.met else 'missed'}")
+        where = ", ".join(f"{p}={v}" for p, v in probe.combo)
+        line.message(f"{where} {probe.value}: {'met' if probe.met else 'missed'}".strip())
 
     return show

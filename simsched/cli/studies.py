@@ -81,6 +81,12 @@ def sweep(
     failed = table.loc[table["error"].notna(), "point"].nunique()
     points = table["point"].nunique()
     typer.echo(f"{points} points, {failed} failed; {len(table)} rows written to {out}")
+    if seeds > 1:  # the replicates summarised: mean and 95% t-interval per metric
+        from simsched.studies.seed_summary import seed_summary
+
+        summary = out.with_name(f"{out.stem}.ci{out.suffix}")
+        write_table(seed_summary(table), summary)
+        typer.echo(f"mean and 95% t-interval across {seeds} seeds written to {summary}")
 
 
 def report(

@@ -23,6 +23,8 @@ def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
     """A before-validator: a preset name becomes its mapping (with the name kept in it)."""
 
     def resolve(value: Any) -> Any:
+        if isinstance(value, dict) and value.get("name") in table:
+            return {**table[value["name"]], **value}  # a preset with some fields overridden
         if not isinstance(value, str):
             return value
         if value not in table:

@@ -27,6 +27,7 @@ class GpuSpec(Spec):
     hbm_gbps: PositiveFloat
     memory_gib: PositiveFloat
     gpus_per_node: Annotated[int, Field(gt=0)] = 8
+    price_per_gpu_hour: NonNegativeFloat | None = None  # None: the preset's (config/prices.py)
 
 
 class ModelSpec(Spec):

@@ -13,7 +13,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from simsched.config.overrides import OverrideError, apply_overrides, overlapping, parse_assignment
+from simsched.config.overrides import (
+    OverrideError,
+    apply_overrides,
+    format_assignment,
+    overlapping,
+    parse_assignment,
+)
 from simsched.config.scenario import Scenario
 from simsched.config.validation_errors import input_error
 from simsched.config.yaml_io import parse_yaml_mapping, read_text
@@ -27,10 +33,18 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
     path = Path(path)
     label = str(path)
     raw = parse_yaml_mapping(read_text(path, "scenario file"), label)
+    return scenario_from_mapping(raw, overrides, label, path.parent)
+
+
+def scenario_from_mapping(
+    raw: dict[str, Any], overrides: list[str] | None, label: str, base_dir: Path | None = None
+) -> Scenario:
+    """What `load_scenario` does after reading the file: overrides, paths, validation."""
     versions = [("", raw)]  # (the flag that made it, the raw mapping), the file's own first
     for text in overrides or []:
         versions.append((f"--set {text}", _override(versions[-1][1], text, label)))
-    _resolve_paths(versions[-1][1], path.parent)
+    if base_dir is not None:
+        _resolve_paths(versions[-1][1], base_dir)
     scenario = _validate_versions(versions, label)
     resolve_variants(scenario, label)  # a bad variant is a bad file: fail now, not mid-run
     return scenario
@@ -156,3 +170,30 @@ def shadowing_variants(
         for key in variant.set
         if overlapping(key, path)
     ]
+
+
+def settings_of(scenario: Scenario) -> dict[str, Any]:
+    """What a scenario object says, as the mapping a file would hold (only what was set, so that
+    defaults of one cluster model do not travel into a variant that switches to another)."""
+    return scenario.model_dump(mode="json", exclude_unset=True)
+
+
+def override_scenario(scenario: Scenario, overrides: dict[str, Any] | list[str]) -> Scenario:
+    """`scenario` with settings changed, validated as `--set` is (`Scenario.with_overrides`)."""
+    texts = (
+        [format_assignment(path, value) for path, value in overrides.items()]
+        if isinstance(overrides, dict)
+        else list(overrides)
+    )
+    return scenario_from_mapping(settings_of(scenario), texts, scenario.name)
+
+
+def checked(scenario: Scenario) -> Scenario:
+    """`scenario` if every setting holds, else the InputError `--set` would give: an object built
+    with `model_copy(update=...)` skips validation, and a negative replica count must not run."""
+    try:
+        Scenario.model_validate(scenario.model_dump(mode="python"))
+    except ValidationError as exc:
+        raise input_error(exc.errors()[0], scenario.name, "") from None
+    resolve_variants(scenario, scenario.name)
+    return scenario

@@ -161,6 +161,13 @@ class Scenario(Model):
         _reject_duplicates([v.name for v in variants], "variant name")
         return variants
 
+    def with_overrides(self, overrides: dict[str, Any] | list[str]) -> Scenario:
+        """A copy with settings changed (`{"cluster.replicas": 3}` or `["cluster.replicas=3"]`),
+        validated exactly as `--set` is; a bad value raises `InputError`."""
+        from simsched.config.loading import override_scenario  # loading imports this module
+
+        return override_scenario(self, overrides)
+
     def tenant_ids(self) -> list[str]:
         return [t.id for t in self.tenants]
 

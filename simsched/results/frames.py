@@ -55,6 +55,22 @@ class SimulationResult:
     fairness: dict[str, dict[str, float]] = field(default_factory=dict)
     capacity: dict[str, dict[str, float]] = field(default_factory=dict)
 
+    def __repr__(self) -> str:  # a notebook shows this: one line per variant, not the frames
+        lines = [f"SimulationResult {self.scenario.name!r}, {len(self.variants)} variant(s):"]
+        overall = self.tenants[self.tenants["tenant_id"] == "all"].set_index("variant")
+        for variant in self.variants[:8]:
+            row = overall.loc[variant]
+            verdict = self.slo.get(variant, {})
+            p99 = verdict.get("interactive_p99_ttft_ms")
+            met = "met" if verdict.get("met") else "missed"
+            lines.append(
+                f"  {variant}: {row['submitted']} requests, {row['shed_rate']:.1%} shed, "
+                f"interactive p99 TTFT {p99} ms ({met})"
+            )
+        if len(self.variants) > 8:
+            lines.append(f"  ... and {len(self.variants) - 8} more")
+        return "\n".join(lines)
+
     def to_json_dict(self) -> dict[str, Any]:
         return {
             "scenario": self.scenario.name,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pandas as pd
 
-from simsched.config.loading import resolve_variants, select_variants
+from simsched.config.loading import checked, load_scenario, resolve_variants, select_variants
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.results.fairness import fairness_summary
@@ -24,11 +25,20 @@ Progress = Callable[[str, int, int], None]
 
 
 def simulate(
-    scenario: Scenario, variants: list[str] | None = None, progress: Progress | None = None
+    scenario: Scenario | str | Path,
+    variants: list[str] | None = None,
+    progress: Progress | None = None,
+    workloads: dict[str, RequestTable] | None = None,
 ) -> SimulationResult:
-    """Run the scenario's variants (all, or those named) and collect their results."""
+    """Run the scenario's variants (all, or those named) and collect their results.
+
+    `scenario` is a `Scenario` (checked first: one built with pydantic's `model_copy(update=...)`
+    skipped validation) or a scenario file's path. `workloads` is a cache a caller keeps across
+    runs (a plan's probes): variants and runs with the same workload settings share one table.
+    """
+    scenario = load_scenario(scenario) if isinstance(scenario, (str, Path)) else checked(scenario)
     chosen = select_variants(resolve_variants(scenario), variants, scenario.name)
-    workloads: dict[str, RequestTable] = {}
+    workloads = {} if workloads is None else workloads
     frames, tenants, timelines = [], [], []
     summaries, slo, fairness, capacity = {}, {}, {}, {}
     for name, resolved in chosen:
@@ -64,15 +74,16 @@ def variant_workload(
     """The variant's requests. Variants that leave the workload's settings alone share one
     generated workload; a problem with a variant's own workload settings names the variant."""
     key = _workload_key(scenario)
-    if key not in cache:
+    table = cache.get(key)  # one read: a cache shared by threads may be cleared meanwhile
+    if table is None:
         try:
-            cache[key] = build_workload(scenario)
+            table = cache[key] = build_workload(scenario)
         except InputError as exc:
             if key == _workload_key(base):  # the scenario's own problem, not the variant's
                 raise
             where = _join(f"variant {name!r}", exc.where)
             raise InputError(exc.source, where, exc.message) from None
-    return cache[key]
+    return table
 
 
 def _workload_key(scenario: Scenario) -> str:

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simsched.config.classes import CLASS_NAMES
+from simsched.config.loading import resolve_variants
 from simsched.results.frames import SimulationResult, admitted
 from simsched.results.percentiles import nearest_rank
 from simsched.sim.recorder import SHED_REASONS
@@ -154,10 +156,39 @@ DESCRIPTIVE = ("variant", "tenant_id", "priority", "weight")
 METRIC_COLUMNS = [column for column in COLUMNS if column not in DESCRIPTIVE]
 
 
-def metrics_rows(result: SimulationResult) -> list[dict[str, Any]]:
-    """Per variant: a row per declared tenant (declaration order), then the `all` row."""
+def metrics_rows(result: SimulationResult, classes: bool = False) -> list[dict[str, Any]]:
+    """Per variant: a row per declared tenant (declaration order), then the `all` row; with
+    `classes`, then a row per priority class that has requests (`interactive`, `batch`)."""
     rows = result.tenants.to_dict("records")
+    if classes:
+        rows += class_metric_rows(result)
     return [{"variant": r["variant"], "tenant": r["tenant_id"]} | _metrics(r) for r in rows]
+
+
+def class_metric_rows(result: SimulationResult) -> list[dict[str, Any]]:
+    """A row per variant and priority class, pooling the class's requests (each request counts
+    in the class it was sent in), by the same `_row` as the tenants' rows, over the same span."""
+    resolved = dict(resolve_variants(result.scenario))
+    rows = []
+    for variant, frame in result.requests.groupby("variant", sort=False):
+        scenario = resolved[variant]
+        good = good_requests(frame, scenario.slo)
+        span_s = _span_ms(frame) / 1000.0
+        admitted_tokens = _admitted_tokens(frame)
+        total_weight = sum(t.weight for t in scenario.tenants)
+        classes = frame["priority_class"].to_numpy()
+        for name in CLASS_NAMES:
+            mine = classes == name
+            if not mine.any():
+                continue
+            row = _row(str(variant), name, frame[mine], good[mine], span_s)
+            weight = sum(t.weight for t in scenario.tenants if t.priority == name)
+            row |= {"priority": name, "weight": weight}
+            row["service_share"] = _share(row["admitted_service_tokens"], admitted_tokens)
+            row["weight_share"] = _share(weight, total_weight)
+            row["slo_met"] = _slo_met(row, name, scenario.slo)
+            rows.append(_ordered(row))
+    return rows
 
 
 def _metrics(row: dict[str, Any]) -> dict[str, Any]:

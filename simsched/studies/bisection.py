@@ -1,16 +1,19 @@
 """A plan's search: bisection over the candidates, its answer in words, and a check afterwards.
 
 Bisection assumes that meeting the SLOs is monotone in the knob: met from some candidate on
-(a capacity knob, minimized) or up to some candidate (a load knob, maximized). After the search
-every probe is checked for that monotonicity, and the result says plainly when it fails.
+(a capacity knob, minimized) or up to some candidate (a load knob, maximized). `Bisection` is a
+stepper, so that the plan can run the probes several searches want (one per `--over`
+combination), or several points of one interval, at once: with one probe a round it is the
+classic order (HI, then LO, then halving). After the search every probe is checked for that
+monotonicity, and the result says plainly when it fails.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simsched.results.confidence import Estimate
 from simsched.studies.knob import Number
 from simsched.studies.slo import Slo
 
@@ -19,7 +22,22 @@ from simsched.studies.slo import Slo
 class Probe:
     value: Number
     met: bool
-    metrics: dict[str, float | None]
+    metrics: dict[str, float | None]  # per SLO key: the mean across seeds (the value, one seed)
+    estimates: dict[str, Estimate] = field(default_factory=dict)  # per SLO key, across seeds
+    margins: dict[str, float | None] = field(default_factory=dict)  # per SLO key, by the rule
+    verdicts: dict[str, bool] = field(default_factory=dict)  # per SLO key, by the rule
+    shed: dict[str, float | None] = field(default_factory=dict)  # shed rate: all, per tenant
+    combo: tuple[tuple[str, Any], ...] = ()  # the --over values this probe ran with
+
+    def to_json_dict(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"value": self.value, "met": self.met, "metrics": self.metrics}
+        if self.combo:
+            document = {"over": dict(self.combo), **document}
+        if self.estimates and next(iter(self.estimates.values())).n > 1:
+            document["intervals"] = {k: e.to_json_dict() for k, e in self.estimates.items()}
+        document["margins"] = self.margins
+        document["shed_rate"] = self.shed
+        return document
 
 
 @dataclass
@@ -33,11 +51,20 @@ class PlanResult:
     probes: list[Probe] = field(default_factory=list)
     message: str = ""
     warnings: list[str] = field(default_factory=list)
+    combo: tuple[tuple[str, Any], ...] = ()
+    below: Probe | None = None  # the probe one step on the missing side of the answer
+    gpus: int | None = None  # at the answer
+    cost_per_hour: float | None = None  # at the answer, dollars
+    error: str | None = None  # a combination the scenario rejects
+
+    @property
+    def at_answer(self) -> Probe | None:
+        return next((p for p in self.probes if p.value == self.answer), None)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
+        document = {
             "answer": self.answer,
-            "probes": [{"value": p.value, "met": p.met, "metrics": p.metrics} for p in self.probes],
+            "probes": [p.to_json_dict() for p in self.probes],
             "knob": self.knob,
             "variant": self.variant,
             "direction": "maximize" if self.maximize else "minimize",
@@ -45,62 +72,102 @@ class PlanResult:
             "message": self.message,
             "warnings": self.warnings,
         }
+        if self.combo:
+            document["over"] = dict(self.combo)
+        if self.gpus is not None:
+            document |= {"gpus": self.gpus, "cost_per_hour": self.cost_per_hour}
+        if self.error:
+            document["error"] = self.error
+        return document
 
 
-def search(
-    result: PlanResult,
-    probe_value: Callable[[Number], Probe],
-    on_probe: Callable[[Probe], None] | None,
-) -> None:
-    """Fill in `result`'s answer, probes and message; each candidate is probed at most once."""
-    # candidates ordered so that the SLOs are met from some index on (bisection's invariant)
-    order = result.values[::-1] if result.maximize else result.values
-    cache: dict[int, Probe] = {}
+class Bisection:
+    """One combination's search. Candidates are kept in the order in which the SLOs are met from
+    some index on; `wanted(width)` names up to `width` indices to probe next, `record` takes
+    their probes, and `done` says when the answer (or its absence) is known."""
 
-    def good(index: int) -> bool:
-        if index not in cache:
-            cache[index] = probe_value(order[index])
-            result.probes.append(cache[index])
-            if on_probe:
-                on_probe(cache[index])
-        return cache[index].met
+    def __init__(self, result: PlanResult) -> None:
+        self.result = result
+        self.order = result.values[::-1] if result.maximize else result.values
+        self.cache: dict[int, Probe] = {}
 
-    last = len(order) - 1
-    if not good(last):
-        result.message = _nothing_meets(result, cache[last])
-        return
-    bad, found = (-1, 0) if good(0) else (0, last)  # order[found] meets, order[bad] does not
-    while found - bad > 1:
-        middle = (bad + found) // 2
-        bad, found = (bad, middle) if good(middle) else (middle, found)
-    result.answer = order[found]
-    result.message = _found(result, found, cache)
+    def record(self, index: int, probe: Probe) -> None:
+        self.cache[index] = probe
+        self.result.probes.append(probe)
+
+    def _bounds(self) -> tuple[int, int]:
+        """(the largest failing index below `found`, the smallest meeting index)."""
+        found = min(i for i, p in self.cache.items() if p.met)
+        bad = max((i for i, p in self.cache.items() if not p.met and i < found), default=-1)
+        return bad, found
+
+    def wanted(self, width: int) -> list[int]:
+        last = len(self.order) - 1
+        if last not in self.cache:
+            return [last] if width == 1 or last == 0 else [last, 0]
+        if not self.cache[last].met:
+            return []
+        if 0 not in self.cache:
+            return [0]
+        bad, found = self._bounds()
+        if found - bad <= 1:
+            return []
+        # `width` points splitting (bad, found) evenly; with one, the classic middle
+        picks = {bad + (found - bad) * k // (width + 1) for k in range(1, width + 1)}
+        return sorted(i for i in picks if bad < i < found)
+
+    @property
+    def done(self) -> bool:
+        return not self.wanted(1)
+
+    def finish(self) -> None:
+        """The answer and its message, once `done`."""
+        result, last = self.result, len(self.order) - 1
+        if not self.cache[last].met:
+            result.message = _nothing_meets(result, self.cache[last])
+            return
+        bad, found = self._bounds()
+        result.answer = self.order[found]
+        result.below = self.cache.get(found - 1)
+        result.message = _found(result, found)
 
 
-def _found(result: PlanResult, found: int, cache: dict[int, Probe]) -> str:
+def _found(result: PlanResult, found: int) -> str:
     goal = "largest" if result.maximize else "smallest"
     text = f"the {goal} {result.knob} meeting every SLO is {result.answer}"
     if found == 0:
         end = "top" if result.maximize else "bottom"
         return f"{text} (the {end} of the range: the SLOs may be met beyond it)"
     # bisection ends on adjacent candidates, both probed: the answer meets, the one before misses
-    neighbour = cache[found - 1]
-    assert cache[found].met and not neighbour.met
-    failing = _failing(result.slos, neighbour)
-    return f"{text}; at {neighbour.value} the SLOs are missed ({failing})"
+    neighbour = result.below
+    assert neighbour is not None and not neighbour.met
+    return f"{text}; at {neighbour.value} the SLOs are missed ({failing(result.slos, neighbour)})"
 
 
 def _nothing_meets(result: PlanResult, probe: Probe) -> str:
     lo, hi = result.values[0], result.values[-1]
     return (
         f"no value of {result.knob} in {lo}..{hi} meets every SLO; even at {probe.value}: "
-        f"{_failing(result.slos, probe)}"
+        f"{failing(result.slos, probe)}"
     )
 
 
-def _failing(slos: list[Slo], probe: Probe) -> str:
-    missed = [s for s in slos if not s.met(probe.metrics[s.key])]
-    return ", ".join(f"{s.key} = {probe.metrics[s.key]} (want {s.op} {s.limit:g})" for s in missed)
+def failing(slos: list[Slo], probe: Probe) -> str:
+    """The SLOs a probe misses, with the value judged (by the decision rule) and the target."""
+    missed = [s for s in slos if not _met(s, probe)]
+    return ", ".join(f"{s.key} = {_judged(s, probe)} (want {s.op} {s.limit:g})" for s in missed)
+
+
+def _met(slo: Slo, probe: Probe) -> bool:
+    verdict = probe.verdicts.get(slo.key)
+    return slo.met(probe.metrics[slo.key]) if verdict is None else verdict
+
+
+def _judged(slo: Slo, probe: Probe) -> Any:
+    estimate = probe.estimates.get(slo.key)
+    if estimate is None or estimate.n <= 1:
+        return probe.metrics[slo.key]
+    return f"{estimate.mean} [{estimate.low}, {estimate.high}]"
 
 
 def monotonicity_warnings(result: PlanResult) -> list[str]:

@@ -95,7 +95,7 @@ def _check_path(path: str, values: list, flag: str, label: str) -> None:
         raise InputError(label, f"{flag} {path}", "no values")
 
 
-def check_axes(path: str | Path, overrides: list[str], axes: list[Axis]) -> None:
+def check_axes(path: str | Path, overrides: list[str], axes: list[Axis], load=None) -> None:
     """A path that no value of its axis can set (a typo, say) fails the sweep up front.
 
     Each axis is tried alone on the scenario, value after value, until one loads; a value that
@@ -106,7 +106,10 @@ def check_axes(path: str | Path, overrides: list[str], axes: list[Axis]) -> None
         for step in steps:
             texts, labels = _assignments(flag, paths, step)
             try:
-                load_scenario(path, [*overrides, *texts])
+                if load is None:
+                    load_scenario(path, [*overrides, *texts])
+                else:  # a scenario given as an object
+                    load([*overrides, *texts])
                 break
             except InputError as exc:
                 first_error = first_error or relabel(exc, dict(labels))

@@ -11,36 +11,54 @@ search every probe is checked for that monotonicity, and the result says plainly
 An SLO reads `TARGET.METRIC OP LIMIT`: TARGET is a tenant id or `all`, METRIC a column of the
 metrics row (`simsched.results.tenants`), OP one of <=, <, >=, >.
 
-The parts live beside it in `simsched.studies`: `slo` (the expressions), `knob` (the candidates)
-and `bisection` (the search and its messages).
+Shedding is never hidden: unless an SLO already judges shedding (`shed`, `shed_rate` or a shed
+reason), the plan adds `all.shed_rate<=0.001` and says so in its notes. With `seeds > 1` each
+probe runs every seed and a decision rule judges the runs (`simsched.studies.probing`). With
+`over`, one search runs per combination of the categorical values, and `minimize` picks among
+their answers (`simsched.studies.fleet`). Probes of a round (several combinations, several
+points of an interval, every seed) run at once on the sweep's runners.
+
+The parts live beside it: `slo` (the expressions), `knob` (the candidates), `bisection` (the
+search), `probing` (running and judging probes), `fleet` (combinations, cost, the choice).
 """
 
 from __future__ import annotations
 
-import math
+import json
+import uuid
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from simsched.config.loading import (
     load_scenario,
     resolve_variants,
+    scenario_from_mapping,
     select_variants,
+    settings_of,
     shadowing_variants,
 )
 from simsched.config.overrides import format_assignment
+from simsched.config.prices import fleet_cost
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
-from simsched.results.simulate import simulate
-from simsched.results.tenants import metrics_rows
-from simsched.studies.bisection import PlanResult, Probe, monotonicity_warnings, search
+from simsched.sim.recorder import SHED_REASONS
+from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicity_warnings
+from simsched.studies.fleet import MINIMIZE, Combo, FleetPlan, combinations, shown
 from simsched.studies.grid import relabel
 from simsched.studies.knob import Number, knob_values
-from simsched.studies.slo import check_targets, parse_slo
+from simsched.studies.probing import RULES, ProbeSpec, run_probes
+from simsched.studies.runners import LocalPool, connect_dask, run_on_client
+from simsched.studies.slo import Slo, check_targets, parse_slo
+
+SHED_GUARD = "all.shed_rate<=0.001"
+SHED_METRICS = frozenset({"shed", "shed_rate", *SHED_REASONS})
+DASK_CONNECT_TIMEOUT_S = 5
 
 
 def plan(
-    path: str | Path,
+    scenario: str | Path | Scenario,
     knob: str,
     range_: str | tuple[Number, Number],
     slos: list[str],
@@ -49,34 +67,78 @@ def plan(
     maximize: bool = False,
     variant: str | None = None,
     overrides: list[str] | None = None,
+    over: dict[str, list] | None = None,
+    minimize: str = "value",
+    seeds: int = 1,
+    rule: str = "interval",
+    jobs: int = 1,
+    dask_address: str | None = None,
     on_probe: Callable[[Probe], None] | None = None,
-) -> PlanResult:
-    """Search `knob` over the range for the boundary of the SLOs, judged on `variant`."""
-    label = str(path)
-    overrides = list(overrides or [])
-    scenario = load_scenario(path, overrides)
-    chosen, resolved = _variant(scenario, variant, label)
+) -> FleetPlan:
+    """Search `knob` over the range for the boundary of the SLOs, judged on `variant`, within
+    each combination of the `over` values; the best combination by `minimize`."""
+    source = _Source(scenario, list(overrides or []))
+    base = source.load([])
+    label = source.label
+    chosen, resolved = _variant(base, variant, label)
     flag = "--maximize" if maximize else "--vary"
-    shadowed = shadowing_variants(scenario, knob, [chosen])
-    if shadowed:  # the variant's own value would win at every probe
-        name, key = shadowed[0]
-        raise InputError(
-            label,
-            f"{flag} {knob}",
-            f"variant {name!r} sets {key} itself, so the search could not change it; "
-            "judge another variant (--variant) or take the setting out of this one",
-        )
-    parsed = [parse_slo(text, label) for text in slos]
-    if not parsed:
-        raise InputError(label, "--slo", "give at least one SLO")
-    check_targets(parsed, resolved, label)
-    values = knob_values(scenario, knob, range_, step, label, flag)
-    result = PlanResult(knob, chosen, maximize, values, parsed)
-    _load_at(path, overrides, knob, values[0], flag)  # a range the scenario rejects fails
-    _load_at(path, overrides, knob, values[-1], flag)  # now, whichever end the search skips
-    search(result, _prober(path, overrides, knob, chosen, parsed, flag), on_probe)
-    result.warnings = monotonicity_warnings(result)
-    return result
+    for path, what in [(knob, flag), *((p, "--over") for p in over or {})]:
+        _refuse_shadowed(base, path, chosen, f"{what} {path}", label)
+    parsed, notes = _slos(slos, resolved, label)
+    _check_choices(minimize, rule, seeds, jobs, label)
+    values = knob_values(base, knob, range_, step, label, flag)
+    plans = [
+        PlanResult(knob, chosen, maximize, values, parsed, combo=c) for c in combinations(over)
+    ]
+    for result in plans:
+        _check_ends(source, result, flag, several=len(plans) > 1, minimize=minimize)
+    if all(r.error for r in plans):
+        raise InputError(label, f"--over {shown(plans[0].combo)}", plans[0].error)
+    seed_list = tuple(range(base.seed, base.seed + seeds)) if seeds > 1 else (None,)
+    spec = ProbeSpec(source.path, label, source.raw, tuple(source.overrides), knob, chosen,
+                     tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule,
+                     uuid.uuid4().hex)  # fmt: skip
+    fleet = FleetPlan(knob, chosen, maximize, parsed, rule, seeds, minimize, plans, notes=notes)
+    check = lambda combo, value: source.load_at(combo, knob, value, flag)  # noqa: E731
+    _search(fleet, spec, jobs, dask_address, on_probe, check)
+    for result in plans:
+        if result.answer is not None:
+            result.gpus, result.cost_per_hour = _cost(source, result, result.answer)
+    fleet.choose()
+    fleet.notes += _rule_notes(fleet)
+    return fleet
+
+
+class _Source:
+    """The scenario a plan loads at every probe: a file, or an object's settings as JSON."""
+
+    def __init__(self, scenario: str | Path | Scenario, overrides: list[str]) -> None:
+        self.overrides = overrides
+        if isinstance(scenario, Scenario):
+            self.raw: str | None = json.dumps(settings_of(scenario))
+            self.label = self.path = scenario.name
+        else:
+            self.raw = None
+            self.label = str(scenario)
+            self.path = str(Path(scenario).resolve())  # workers may run in another folder
+
+    def load(self, texts: list[str]) -> Scenario:
+        if self.raw is None:
+            try:
+                return load_scenario(self.path, [*self.overrides, *texts])
+            except InputError as exc:
+                source = self.label if exc.source == self.path else exc.source
+                raise InputError(source, exc.where, exc.message) from None
+        return scenario_from_mapping(json.loads(self.raw), [*self.overrides, *texts], self.label)
+
+    def load_at(self, combo: Combo, knob: str, value: Number, flag: str) -> Scenario:
+        texts = [format_assignment(p, v) for p, v in combo] + [format_assignment(knob, value)]
+        labels = {t: f"--over {p}={v}" for t, (p, v) in zip(texts, combo, strict=False)}
+        labels[texts[-1]] = f"{flag} {knob}={value}"
+        try:
+            return self.load(texts)
+        except InputError as exc:  # a value the scenario rejects
+            raise relabel(exc, labels) from None
 
 
 def _variant(scenario: Scenario, name: str | None, label: str) -> tuple[str, Scenario]:
@@ -84,26 +146,137 @@ def _variant(scenario: Scenario, name: str | None, label: str) -> tuple[str, Sce
     return select_variants(variants, [name], label)[0] if name else variants[-1]
 
 
-def _load_at(path, overrides: list[str], knob: str, value: Number, flag: str) -> Scenario:
-    text = format_assignment(knob, value)
+def _refuse_shadowed(scenario: Scenario, path: str, variant: str, where: str, label: str) -> None:
+    shadowed = shadowing_variants(scenario, path, [variant])
+    if shadowed:  # the variant's own value would win at every probe
+        name, key = shadowed[0]
+        raise InputError(
+            label,
+            where,
+            f"variant {name!r} sets {key} itself, so the search could not change it; "
+            "judge another variant (--variant) or take the setting out of this one",
+        )
+
+
+def _slos(texts: list[str], resolved: Scenario, label: str) -> tuple[list[Slo], list[str]]:
+    parsed = [parse_slo(text, label) for text in texts]
+    if not parsed:
+        raise InputError(label, "--slo", "give at least one SLO")
+    check_targets(parsed, resolved, label)
+    if any(slo.metric in SHED_METRICS for slo in parsed):
+        return parsed, []
+    note = (
+        f"no SLO judges shedding, so the plan added {SHED_GUARD}: a capacity that meets the "
+        "latency targets only by rejecting traffic is no answer (state a shed SLO of your own, "
+        "e.g. --slo all.shed_rate<=0.01, to change it)"
+    )
+    return [*parsed, parse_slo(SHED_GUARD)], [note]
+
+
+def _check_choices(minimize: str, rule: str, seeds: int, jobs: int, label: str) -> None:
+    if minimize not in MINIMIZE:
+        raise InputError(
+            label, "--minimize", f"unknown {minimize!r} (known: {', '.join(MINIMIZE)})"
+        )
+    if rule not in RULES:
+        raise InputError(label, "--rule", f"unknown {rule!r} (known: {', '.join(RULES)})")
+    for flag, value in (("--seeds", seeds), ("--jobs", jobs)):
+        if value < 1:
+            raise InputError(label, flag, f"must be at least 1, got {value}")
+
+
+def _check_ends(source: _Source, result: PlanResult, flag: str, several: bool, minimize: str):
+    """Both ends load (a range the scenario rejects fails now), and cost has a price."""
     try:
-        return load_scenario(path, [*overrides, text])
-    except InputError as exc:  # a value in the range the scenario rejects
-        raise relabel(exc, {text: f"{flag} {knob}={value}"}) from None
+        for value in (result.values[0], result.values[-1]):
+            source.load_at(result.combo, result.knob, value, flag)
+    except InputError as exc:
+        if not several:
+            raise
+        result.error = f"{exc.where}: {exc.message}" if exc.where else exc.message
+        result.message = f"{shown(result.combo)}: not a valid combination ({result.error})"
+        return
+    if minimize in ("cost", "gpus"):
+        gpus, cost = _cost(source, result, result.values[-1])
+        if gpus is None or (minimize == "cost" and cost is None):
+            why = "the token server has no GPUs" if gpus is None else "its GPU has no price"
+            raise InputError(
+                source.label,
+                f"--minimize {minimize}",
+                f"{why} ({shown(result.combo) or 'the scenario'}); cost needs the "
+                "continuous_batching model and a price_per_gpu_hour in the gpu mapping",
+            )
 
 
-def _prober(path, overrides, knob, variant, slos, flag) -> Callable[[Number], Probe]:
-    def probe(value: Number) -> Probe:
-        scenario = _load_at(path, overrides, knob, value, flag)
-        rows = {row["tenant"]: row for row in metrics_rows(simulate(scenario, [variant]))}
-        metrics = {slo.key: _plain(rows[slo.target][slo.metric]) for slo in slos}
-        return Probe(value, all(slo.met(metrics[slo.key]) for slo in slos), metrics)
-
-    return probe
+def _cost(source: _Source, result: PlanResult, value: Number) -> tuple[int | None, float | None]:
+    scenario = source.load_at(result.combo, result.knob, value, "--vary")
+    resolved = dict(resolve_variants(scenario, source.label))[result.variant]
+    return fleet_cost(resolved.cluster)
 
 
-def _plain(value: Any) -> float | None:
-    """A JSON-friendly number: NaN and NA become None, booleans 1 and 0."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return float(value) if isinstance(value, bool) else value
+def _search(fleet: FleetPlan, spec: ProbeSpec, jobs: int, dask: str | None, on_probe, check):
+    """Rounds: every unfinished search names its next probes, and they run together. Each value
+    is loaded here first (`check`), so a value the scenario rejects is an input error naming the
+    flag, as it is at the range's ends, not a failure inside a worker."""
+    searches = [Bisection(result) for result in fleet.plans if result.error is None]
+    with _runner(jobs, dask) as (runner, slots):
+        while active := [s for s in searches if not s.done]:
+            width = max(1, slots // (len(spec.seeds) * len(active)))
+            wanted = [(search, index) for search in active for index in search.wanted(width)]
+            batch = [(search.result.combo, search.order[index]) for search, index in wanted]
+            for combo, value in batch:
+                check(combo, value)
+            for (search, index), probe in zip(wanted, run_probes(spec, batch, runner), strict=True):
+                search.record(index, probe)
+                fleet.probes.append(probe)
+                if on_probe:
+                    on_probe(probe)
+    for search in searches:
+        search.finish()
+        search.result.warnings = monotonicity_warnings(search.result)
+        if search.result.warnings and len(spec.seeds) == 1:  # say why it may happen
+            search.result.warnings.append(
+                "with one seed, run-to-run noise can move a metric across its target near the "
+                "boundary; --seeds N judges each probe on N runs (the mean and its interval)"
+            )
+
+
+@contextmanager
+def _runner(jobs: int, dask: str | None):
+    """(run a batch of tasks, how many run at once): local processes kept for the whole plan,
+    this process alone (one job), or a Dask cluster."""
+    quiet = lambda done, total: None  # noqa: E731 - the plan reports probes, not tasks
+    if dask:
+        client = connect_dask(dask, DASK_CONNECT_TIMEOUT_S)
+        try:
+            slots = max(1, sum(client.nthreads().values()))
+            yield (lambda tasks: run_on_client(client, tasks, quiet)), slots
+        finally:
+            client.close()
+        return
+    with LocalPool(jobs) as pool:
+        yield (lambda tasks: pool.run(tasks, quiet)), jobs
+
+
+def _rule_notes(fleet: FleetPlan) -> list[str]:
+    notes = []
+    if fleet.seeds > 1:
+        notes.append(f"{fleet.seeds} seeds per probe; decision rule: {RULES[fleet.rule]}")
+    for result in fleet.plans:
+        at = result.at_answer
+        if at is None:
+            continue
+        where = f"{shown(result.combo)}: " if result.combo else ""
+        text = f"{where}margins at {result.knob}={result.answer}: {_margins(at)}"
+        if result.below is not None:
+            text += f"; at {result.below.value}: {_margins(result.below)}"
+        notes.append(text)
+    return notes
+
+
+def _margins(probe: Probe) -> str:
+    return ", ".join(f"{key} {_signed(m)}" for key, m in probe.margins.items())
+
+
+def _signed(margin: Any) -> str:
+    return "no value" if margin is None else f"{margin:+g}"

@@ -7,13 +7,15 @@ come back in task order, and a point that fails is that point's outcome, not the
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-from simsched.config.loading import load_scenario
+from simsched.config.loading import load_scenario, scenario_from_mapping
 from simsched.errors import InputError
 from simsched.results.simulate import simulate
 from simsched.results.tenants import metrics_rows
@@ -32,13 +34,36 @@ class Task:
     label: str  # the file as the user named it
     overrides: tuple[str, ...]
     labels: tuple[tuple[str, str], ...]
+    raw: str | None = None  # a scenario given as an object: its settings as JSON, not `path`
+    variants: tuple[str, ...] = ()  # the variants to run; () runs every one
+    classes: bool = False  # add the priority classes' rows (plans judge class SLOs)
+    study: str = ""  # the sweep or plan it belongs to: workloads are reused within one only
+
+
+# A worker (or this process, with one job) keeps the last workloads it generated: the probes of a
+# plan and the points of a sweep that vary only the cluster share them (the key is the settings
+# that make a workload: seed, tenants, trace), so each is generated once per process. Only within
+# one study: a long-lived Dask worker must not serve a trace file's old contents to the next one.
+_WORKLOADS: dict = {}
+_WORKLOADS_KEPT = 4
+_STUDY = [""]
+
+
+def task_scenario(task: Task):
+    if task.raw is None:
+        return load_scenario(task.path, list(task.overrides))
+    return scenario_from_mapping(json.loads(task.raw), list(task.overrides), task.label)
 
 
 def run_task(task: Task) -> Outcome:
     """Load and simulate one point; any failure is the point's, never the sweep's."""
     try:
-        result = simulate(load_scenario(task.path, list(task.overrides)))
-        return metrics_rows(result), None
+        if len(_WORKLOADS) > _WORKLOADS_KEPT or task.study != _STUDY[0]:
+            _WORKLOADS.clear()
+            _STUDY[0] = task.study
+        scenario = task_scenario(task)
+        result = simulate(scenario, list(task.variants) or None, workloads=_WORKLOADS)
+        return metrics_rows(result, classes=task.classes), None
     except InputError as exc:
         source = task.label if exc.source == task.path else exc.source
         return [], str(relabel(exc, dict(task.labels), source))
@@ -48,21 +73,56 @@ def run_task(task: Task) -> Outcome:
 
 def run_local(tasks: list[Task], jobs: int, tick: Progress) -> list[Outcome]:
     """In this process when one job suffices; else on a pool of `jobs` processes."""
-    if jobs == 1 or len(tasks) <= 1:
-        outcomes = []
-        for task in tasks:
-            outcomes.append(run_task(task))
-            tick(len(outcomes), len(tasks))
-        return outcomes
-    context = multiprocessing.get_context(_start_method())
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context)
-    try:
-        futures = [pool.submit(run_task, task) for task in tasks]
+    with LocalPool(min(jobs, len(tasks))) as pool:
+        return pool.run(tasks, tick)
+
+
+class LocalPool:
+    """`jobs` worker processes kept for several batches of tasks (a plan's rounds reuse them,
+    and with them each worker's workload cache); one job runs the tasks in this process."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self.pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> LocalPool:
+        if self.jobs > 1:
+            context = multiprocessing.get_context(_start_method())
+            self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:  # on Ctrl-C, drop the tasks not yet started
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def run(self, tasks: list[Task], tick: Progress) -> list[Outcome]:
+        if self.pool is None:
+            outcomes = []
+            for task in tasks:
+                outcomes.append(run_task(task))
+                tick(len(outcomes), len(tasks))
+            return outcomes
+        futures = [self.pool.submit(run_task, task) for task in tasks]
         for done, _ in enumerate(as_completed(futures), start=1):
             tick(done, len(tasks))
+        if futures and all(_broken(future) for future in futures):
+            raise WorkersDidNotStart(WORKERS_DID_NOT_START)
         return [_outcome(future) for future in futures]
-    finally:  # on Ctrl-C, drop the points not yet started rather than wait for them
-        pool.shutdown(wait=True, cancel_futures=True)
+
+
+class WorkersDidNotStart(RuntimeError):
+    """Every worker process died before finishing a single point."""
+
+
+WORKERS_DID_NOT_START = (
+    "the worker processes died before finishing any point. In a script, put the code that runs "
+    'the sweep or plan under `if __name__ == "__main__":` (each worker imports the main '
+    "module, and without the guard starts the sweep again), or pass jobs=1 to run in this process"
+)
+
+
+def _broken(future: Future) -> bool:
+    return isinstance(future.exception(), BrokenProcessPool)
 
 
 def _start_method() -> str:
@@ -81,16 +141,21 @@ def _outcome(future: Future | Any) -> Outcome:
 
 def run_dask(tasks: list[Task], address: str, tick: Progress, timeout_s: float) -> list[Outcome]:
     """The same tasks on an existing Dask cluster; results in task order."""
-    from distributed import as_completed as dask_completed  # lazy: the CLI starts fast
-
     client = connect_dask(address, timeout_s)
     try:
-        futures = client.map(run_task, tasks, pure=False)
-        for done, _ in enumerate(dask_completed(futures), start=1):
-            tick(done, len(tasks))
-        return [_outcome(future) for future in futures]
+        return run_on_client(client, tasks, tick)
     finally:
         client.close()
+
+
+def run_on_client(client, tasks: list[Task], tick: Progress) -> list[Outcome]:
+    """The tasks on a connected Dask client (a plan keeps one open across its rounds)."""
+    from distributed import as_completed as dask_completed
+
+    futures = client.map(run_task, tasks, pure=False)
+    for done, _ in enumerate(dask_completed(futures), start=1):
+        tick(done, len(tasks))
+    return [_outcome(future) for future in futures]
 
 
 def connect_dask(address: str, timeout_s: float):

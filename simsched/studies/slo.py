@@ -1,6 +1,8 @@
 """SLO expressions: `TARGET.METRIC OP LIMIT`, judged on a metrics row (`simsched.results.tenants`).
 
-TARGET is a tenant id or `all`, METRIC a column of the metrics row, OP one of <=, <, >=, >.
+TARGET is a tenant id, `all`, or a priority class (`interactive`, `batch`: the class's requests
+pooled, `simsched.results.tenants.class_metric_rows`; a tenant of that name wins), METRIC a column
+of the metrics row, OP one of <=, <, >=, >.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import operator
 import re
 from dataclasses import dataclass
 
+from simsched.config.classes import CLASS_NAMES
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.results.tenants import ALL, METRIC_COLUMNS
@@ -57,6 +60,6 @@ def parse_slo(text: str, label: str = "") -> Slo:
 def check_targets(slos: list[Slo], scenario: Scenario, label: str) -> None:
     tenants = scenario.tenant_ids()
     for slo in slos:
-        if slo.target != ALL and slo.target not in tenants:
-            known = ", ".join([ALL, *tenants])
+        if slo.target != ALL and slo.target not in tenants and slo.target not in CLASS_NAMES:
+            known = ", ".join([ALL, *CLASS_NAMES, *tenants])
             raise InputError(label, f"--slo {slo.text}", f"no tenant {slo.target!r} ({known})")

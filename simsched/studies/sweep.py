@@ -18,12 +18,20 @@ points run) and `sweep_frame` (the table); `simsched.outputs.sweep_table` writes
 
 from __future__ import annotations
 
+import json
 import os
+import uuid
 from pathlib import Path
 
 import pandas as pd
 
-from simsched.config.loading import load_scenario, shadowing_variants
+from simsched.config.loading import (
+    load_scenario,
+    scenario_from_mapping,
+    settings_of,
+    shadowing_variants,
+)
+from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.outputs.progress import ProgressLine
 from simsched.studies.grid import (
@@ -40,7 +48,7 @@ DASK_CONNECT_TIMEOUT_S = 5  # a scheduler that does not answer by then is an inp
 
 
 def sweep(
-    path: str | Path,
+    path: str | Path | Scenario,
     grid: dict[str, list],
     zip_: dict[str, list] | None = None,
     seeds: int = 1,
@@ -55,13 +63,16 @@ def sweep(
     a callable gets `(done, total)` after each point. `dask_address` runs the points on that
     Dask scheduler instead of local processes (`jobs` is then ignored).
     """
-    label = str(path)
-    base = load_scenario(path, overrides)  # a bad file or --set fails the sweep, not a point
+    raw = json.dumps(settings_of(path)) if isinstance(path, Scenario) else None
+    label = path.name if isinstance(path, Scenario) else str(path)
+    load = _loader(path, raw, label)
+    base = load(list(overrides or []))  # a bad file or --set fails the sweep, not a point
     axes = make_axes(grid, zip_ or {}, label)
     _refuse_shadowed_paths(base, axes, label)
-    check_axes(path, overrides or [], axes)
+    check_axes(path, overrides or [], axes, load)
     points = make_points(axes, base.seed, _positive(seeds, "--seeds", label))
-    tasks = [_task(path, overrides or [], point) for point in points]
+    study = uuid.uuid4().hex  # workers reuse workloads within this sweep only
+    tasks = [_task(path, raw, label, overrides or [], point, study) for point in points]
     runner = (
         (lambda tick: run_dask(tasks, dask_address, tick, DASK_CONNECT_TIMEOUT_S))
         if dask_address
@@ -85,9 +96,18 @@ def _refuse_shadowed_paths(base, axes: list, label: str) -> None:
                 )
 
 
-def _task(path: str | Path, overrides: list[str], point: Point) -> Task:
-    resolved = str(Path(path).resolve())  # workers may run in another folder than this one
-    return Task(point.index, resolved, str(path), (*overrides, *point.overrides), point.labels)
+def _task(path, raw: str | None, label: str, overrides: list[str], point: Point, study) -> Task:
+    # workers may run in another folder than this one
+    resolved = label if raw is not None else str(Path(path).resolve())
+    texts = (*overrides, *point.overrides)
+    return Task(point.index, resolved, label, texts, point.labels, raw, study=study)
+
+
+def _loader(path, raw: str | None, label: str):
+    """Overrides -> a scenario, from the file or from the given scenario's settings."""
+    if raw is None:
+        return lambda texts: load_scenario(path, texts)
+    return lambda texts: scenario_from_mapping(json.loads(raw), texts, label)
 
 
 def _with_progress(runner, total: int, progress: Progress | bool | None) -> list[Outcome]:

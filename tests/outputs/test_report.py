@@ -28,6 +28,7 @@ report_module = importlib.import_module("simsched.outputs.report")  # the module
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SCENARIO_PLOTS = {
     "ttft_cdf.png",
+    "tpot_cdf.png",
     "kv_occupancy.png",
     "queue_depth.png",
     "service_share.png",

@@ -124,16 +124,22 @@ def test_cli_plan_table_and_json() -> None:
     table = CliRunner().invoke(app, args)
     assert table.exit_code == 0, table.output
     lines = table.output.splitlines()
-    assert lines[0].split() == ["cluster.total_kv_blocks", "met", "tenant_batch_rag.shed"]
-    assert lines[1].split() == ["8000", "yes", "0"]
-    assert lines[-1].startswith("the smallest cluster.total_kv_blocks meeting every SLO is ")
+    shed = [f"{t}.shed_rate" for t in ("all", *load_scenario(SCENARIO).tenant_ids())]
+    assert lines[0].split() == ["cluster.total_kv_blocks", "met", "tenant_batch_rag.shed", *shed]
+    assert lines[1].split() == ["8000", "yes", "0", "0", "0", "0", "0"]
+    answer = next(line for line in lines if line.startswith("the smallest"))
+    assert answer.startswith("the smallest cluster.total_kv_blocks meeting every SLO is ")
+    assert lines[-1].startswith("note: margins at cluster.total_kv_blocks=")
     as_json = CliRunner().invoke(app, [*args, "--format", "json"])
     document = json.loads(as_json.output)
-    assert document["answer"] == int(lines[-1].split(" is ")[1].split(";")[0])
+    assert document["answer"] == int(answer.split(" is ")[1].split(";")[0])
     assert document["probes"][0] == {
         "value": 8000,
         "met": True,
         "metrics": {"tenant_batch_rag.shed": 0},
+        "margins": {"tenant_batch_rag.shed": 0},
+        "shed_rate": dict.fromkeys(["all", *load_scenario(SCENARIO).tenant_ids()], 0.0),
     }
+    assert document["rule"] == "interval" and document["seeds"] == 1
     both = CliRunner().invoke(app, [*args, "--maximize", "cluster.total_kv_blocks"])
     assert isinstance(both.exception, InputError)

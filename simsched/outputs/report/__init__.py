@@ -27,9 +27,10 @@ from simsched.outputs.report.scenario_plots import (
     queue_depth,
     service_share,
     shed_counts,
+    tpot_cdf,
     ttft_cdf,
 )
-from simsched.outputs.report.sweep_plots import metric_plot, sweep_parameters, varies
+from simsched.outputs.report.sweep_plots import heatmap, metric_plot, sweep_parameters, varies
 from simsched.outputs.sweep_table import read_table
 from simsched.results.frames import SimulationResult
 from simsched.results.tenants import METRIC_COLUMNS
@@ -57,11 +58,18 @@ def report(results: str | Path, out_dir: str | Path) -> Path:
 
 
 def scenario_report(data: ScenarioData, folder: Path) -> None:
-    plots = [ttft_cdf(data, folder), service_share(data, folder), shed_counts(data, folder)]
+    plots = [ttft_cdf(data, folder)]
+    if "tpot_ms" in data.requests and data.requests["tpot_ms"].notna().any():
+        plots.append(tpot_cdf(data, folder))
     if data.timeline is not None and len(data.timeline):
-        plots[1:1] = [kv_occupancy(data, folder), queue_depth(data, folder)]
+        plots += [kv_occupancy(data, folder), queue_depth(data, folder)]
+    plots += [service_share(data, folder), shed_counts(data, folder)]
     table = data.tenants.drop(columns=["priority"], errors="ignore")
-    write_index(folder, data.title, plots, [("Per tenant", table)])
+    tables = [("Per tenant", table)]
+    if plots[-1] is None:  # no empty plot: a sentence says it
+        plots.pop()
+        tables.append(("No request was shed", pd.DataFrame()))
+    write_index(folder, data.title, plots, tables)
 
 
 def sweep_report(table: pd.DataFrame, name: str, folder: Path) -> None:
@@ -69,6 +77,8 @@ def sweep_report(table: pd.DataFrame, name: str, folder: Path) -> None:
     ok = table[table["error"].isna()] if "error" in table else table
     varying = [m for m in METRIC_COLUMNS if m in ok and varies(ok, m)]
     plots = [metric_plot(ok, metric, params, folder) for metric in varying]
+    if len(params) >= 2 and "p99_ttft_ms" in varying:  # two axes: the grid at a glance
+        plots.insert(0, heatmap(ok, "p99_ttft_ms", params, folder))
     failed = table[table["error"].notna()] if "error" in table else table.iloc[0:0]
     tables = [("Failed points", failed[["point", *params, "error"]])] if len(failed) else []
     steady = [m for m in METRIC_COLUMNS if m in ok and m not in varying]

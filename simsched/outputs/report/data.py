@@ -26,11 +26,13 @@ class ScenarioData:
     tenants: pd.DataFrame
     timeline: pd.DataFrame | None
     slo_ms: dict[str, dict[str, float]]  # variant -> class -> TTFT SLO
+    tpot_slo_ms: dict[str, dict[str, float]] | None = None  # variant -> class -> TPOT SLO
 
 
 def result_data(result: SimulationResult) -> ScenarioData:
     resolved = dict(resolve_variants(result.scenario))
     slo = {v: _class_slos(resolved[v].slo.model_dump()) for v in result.variants}
+    tpot = {v: _class_slos(resolved[v].slo.model_dump(), "tpot") for v in result.variants}
     return ScenarioData(
         _title(result.scenario.name, result.scenario.description),
         list(result.variants),
@@ -38,6 +40,7 @@ def result_data(result: SimulationResult) -> ScenarioData:
         _tenants_only(result.tenants),
         result.timeline if len(result.timeline) else None,
         slo,
+        tpot,
     )
 
 
@@ -45,8 +48,8 @@ def _title(name: str, description: str) -> str:
     return f"{name}: {description}" if description else name
 
 
-def _class_slos(slo: dict[str, Any]) -> dict[str, float]:
-    return {"interactive": slo["interactive_ttft_ms"], "batch": slo.get("batch_ttft_ms")}
+def _class_slos(slo: dict[str, Any], metric: str = "ttft") -> dict[str, float]:
+    return {lane: slo.get(f"{lane}_{metric}_ms") for lane in ("interactive", "batch")}
 
 
 def read_results_folder(folder: Path) -> ScenarioData:

@@ -36,10 +36,35 @@ def figure(rows: int, cols: int, sharey: bool = False, width: float = 0, height:
     return fig, fig.subplots(rows, cols, squeeze=False, sharey=sharey)
 
 
-def variant_panels(variants: list[str]) -> tuple[Figure, Iterator[tuple[Any, str]]]:
-    """A figure with a panel per variant side by side (one y scale), and (panel, variant) pairs."""
-    fig, axes = figure(1, len(variants), sharey=True)
-    return fig, zip(axes[0], variants, strict=True)
+MAX_COLUMNS = 4  # small multiples wrap after this many panels: readable at 100% zoom
+PANEL_WIDTH, PANEL_HEIGHT = 4.0, 3.0  # inches per panel
+
+
+def small_multiples(count: int, sharex: bool = False, sharey: bool = False):
+    """A grid of `count` panels, at most MAX_COLUMNS a row (the spare ones removed), and the
+    panels in reading order. Share an axis only where the panels compare the same quantity
+    on the same scale; queue depths of different policies, say, keep their own."""
+    from matplotlib.figure import Figure
+
+    cols = min(max(count, 1), MAX_COLUMNS)
+    rows = -(-max(count, 1) // cols)
+    fig = Figure(
+        figsize=(PANEL_WIDTH * cols + 0.6, PANEL_HEIGHT * rows + 0.4), layout="constrained"
+    )
+    grid = fig.subplots(rows, cols, squeeze=False, sharex=sharex, sharey=sharey)
+    panels = [ax for row in grid for ax in row]
+    for spare in panels[count:]:
+        fig.delaxes(spare)
+    return fig, panels[:count]
+
+
+def variant_panels(
+    variants: list[str], sharex: bool = True, sharey: bool = True
+) -> tuple[Figure, Iterator[tuple[Any, str]]]:
+    """Small multiples, a panel per variant (at most MAX_COLUMNS a row), and (panel, variant)
+    pairs. Axes are shared where the panels compare the same quantity on the same scale."""
+    fig, axes = small_multiples(len(variants), sharex=sharex, sharey=sharey)
+    return fig, zip(axes, variants, strict=True)
 
 
 def decorate(ax, title: str, xlabel: str, ylabel: str) -> None:

@@ -20,23 +20,43 @@ SHARE_WINDOWS = 100  # time windows of the service-share plot
 
 
 def ttft_cdf(data: ScenarioData, folder: Path) -> Plot:
+    return latency_cdf(data, folder, "ttft_ms", "TTFT", data.slo_ms)
+
+
+def tpot_cdf(data: ScenarioData, folder: Path) -> Plot:
+    return latency_cdf(data, folder, "tpot_ms", "TPOT", data.tpot_slo_ms)
+
+
+def latency_cdf(data: ScenarioData, folder: Path, column: str, name: str, slos: dict) -> Plot:
+    """Per variant, each tenant's latency CDF on a log scale (the p99 tail shows), the p50 and
+    p99 levels dotted, and the class targets dashed; panels share both axes."""
     fig, panels = variant_panels(data.variants)
     for ax, variant in panels:
         rows = _admitted(data.requests, variant)
         for tenant in _tenant_ids(data, variant):
-            ttft = np.sort(rows.loc[rows["tenant_id"] == tenant, "ttft_ms"].to_numpy(dtype=float))
-            if len(ttft):
-                ax.step(ttft, np.arange(1, len(ttft) + 1) / len(ttft), where="post", label=tenant)
-        for lane, limit in data.slo_ms[variant].items():
-            if limit and len(rows) and limit <= rows["ttft_ms"].max():
-                ax.axvline(limit, color="grey", linestyle="--", label=f"{lane} SLO {limit:g} ms")
-        decorate(ax, variant, "TTFT (ms)", "fraction of admitted requests")
+            values = rows.loc[rows["tenant_id"] == tenant, column].to_numpy(dtype=float)
+            values = np.sort(values[~np.isnan(values) & (values > 0)])
+            if len(values):
+                ax.step(values, np.arange(1, len(values) + 1) / len(values), where="post",
+                        label=tenant)  # fmt: skip
+        for level in (0.5, 0.99):
+            ax.axhline(level, color="grey", linestyle=":", linewidth=0.8)
+            ax.text(1.0, level, f" p{level * 100:g}", transform=ax.get_yaxis_transform(),
+                    va="center", fontsize="x-small")  # fmt: skip
+        for lane, limit in ((slos or {}).get(variant) or {}).items():
+            if limit:
+                ax.axvline(limit, color="red", linestyle="--", linewidth=1,
+                           label=f"{lane} target {limit:g} ms")  # fmt: skip
+        if ax.lines and any(len(line.get_xdata()) for line in ax.lines):
+            ax.set_xscale("log")
+        decorate(ax, variant, f"{name} (ms, log scale)", "fraction of admitted requests")
     return save(
         fig,
         folder,
-        "ttft_cdf.png",
-        "TTFT distribution per tenant",
-        "Cumulative share of each tenant's admitted requests by time to first token.",
+        f"{column.removesuffix('_ms')}_cdf.png",
+        f"{name} distribution per tenant",
+        f"Cumulative share of each tenant's admitted requests by {name} (log scale; dotted: "
+        "p50 and p99; dashed red: the class targets).",
     )
 
 
@@ -70,7 +90,8 @@ def _percent_used(rows: pd.DataFrame) -> pd.Series:
 
 
 def queue_depth(data: ScenarioData, folder: Path) -> Plot:
-    fig, panels = variant_panels(data.variants)
+    # own y scales: a protected policy's short queues would vanish beside a flooded one
+    fig, panels = variant_panels(data.variants, sharey=False)
     for ax, variant in panels:
         rows = data.timeline[data.timeline["variant"] == variant]
         lanes = rows.drop_duplicates("time_ms")  # lane sizes repeat on every replica's row
@@ -123,7 +144,10 @@ def cumulative_shares(rows: pd.DataFrame, tenants: list[str]) -> tuple[np.ndarra
     return edges, shares
 
 
-def shed_counts(data: ScenarioData, folder: Path) -> Plot:
+def shed_counts(data: ScenarioData, folder: Path) -> Plot | None:
+    """Shed requests by reason; None (no plot) when nothing was shed: the index says so."""
+    if not data.tenants[list(SHED_REASONS)].to_numpy(dtype=float).any():
+        return None
     fig, axes = figure(1, 1, width=8, height=0.9 + 0.35 * len(data.tenants))
     ax = axes[0][0]
     labels = [f"{row.variant} / {row.tenant_id}" for row in data.tenants.itertuples()]
@@ -136,8 +160,6 @@ def shed_counts(data: ScenarioData, folder: Path) -> Plot:
     ax.set_xlabel("requests shed")
     ax.legend(fontsize="small", title="reason")
     ax.grid(axis="x", alpha=0.3)
-    if not left.any():
-        ax.text(0.5, 0.5, "no request was shed", transform=ax.transAxes, ha="center")
     return save(
         fig,
         folder,

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from simsched.outputs.report.page import Plot, decorate, figure, save
+from simsched.outputs.report.page import Plot, decorate, save, small_multiples
 from simsched.outputs.sweep_table import FIXED_COLUMNS
+from simsched.results.confidence import estimate
 from simsched.results.tenants import ALL, COUNT_METRICS
 from simsched.sim.recorder import SHED_REASONS
 
@@ -37,31 +38,97 @@ def varies(table: pd.DataFrame, metric: str) -> bool:
 
 
 def metric_plot(table: pd.DataFrame, metric: str, params: list[str], folder: Path) -> Plot:
+    """Per variant a panel (wrapping at 4 a row): the metric against the first parameter. With
+    one parameter, a line per tenant; with more, a line per value of the other parameters, for
+    the `all` row (never an average of percentiles across an axis). A category axis (GPU names)
+    is drawn as categories, a numeric one with ticks at the swept values. With several seeds the
+    line is their mean and the band their 95% t-interval."""
     variants = list(dict.fromkeys(table["variant"]))
-    fig, axes = figure(len(variants), len(params), sharey=True)
-    for row, variant in zip(axes, variants, strict=True):
+    x, others = params[0], params[1:]
+    fig, panels = small_multiples(len(variants), sharex=True, sharey=True)
+    for ax, variant in zip(panels, variants, strict=True):
         rows = table[table["variant"] == variant]
-        for ax, param in zip(row, params, strict=True):
-            for tenant, part in rows.groupby("tenant", sort=False):
-                # the other parameters and the seeds are averaged out
-                means = part.groupby(param, sort=True)[metric].apply(_mean)
-                # the `all` line underneath, dashed, so that a tenant equal to it still shows
-                ax.plot(
-                    [str(x) if isinstance(x, str) else x for x in means.index],
-                    means.to_numpy(dtype=float),
-                    marker="o",
-                    label=tenant,
-                    **(ALL_STYLE if tenant == ALL else {}),
-                )
-            decorate(ax, variant, _axis_label(param), _axis_label(metric))
-    more = " (mean over the other parameters and seeds)" if len(params) > 1 else ""
+        groups = (
+            rows.groupby("tenant", sort=False)
+            if not others
+            else rows[rows["tenant"] == ALL].groupby(others, sort=True)
+        )
+        for key, part in groups:
+            label = key if not others else _label(others, key)
+            style = ALL_STYLE if not others and key == ALL else {}
+            _line(ax, part, x, metric, str(label), style)
+        _ticks(ax, table[x])
+        decorate(ax, variant, _axis_label(x), _axis_label(metric))
+    lines = "a line per tenant" if not others else f"a line per {', '.join(others)} (all tenants)"
     return save(
         fig,
         folder,
         f"sweep_{metric}.png",
         metric,
-        f"{metric} against each swept parameter, a line per tenant{more}.",
+        f"{metric} against {x}, {lines}; with seeds, the mean and its 95% t-interval (band).",
     )
+
+
+def _label(names: list[str], key) -> str:
+    values = key if isinstance(key, tuple) else (key,)
+    return ", ".join(f"{n}={v}" for n, v in zip(names, values, strict=True))
+
+
+def _line(ax, part: pd.DataFrame, x: str, metric: str, label: str, style: dict) -> None:
+    stats = [
+        (value, estimate(group[metric].astype("Float64").astype("float64").tolist()))
+        for value, group in part.groupby(x, sort=True)
+    ]
+    stats = [(v, e) for v, e in stats if e.mean is not None]
+    xs = [_position(v) for v, _ in stats]
+    (line,) = ax.plot(xs, [e.mean for _, e in stats], marker="o", label=label, **style)
+    if any(e.n > 1 and e.high != e.low for _, e in stats):
+        ax.fill_between(xs, [e.low for _, e in stats], [e.high for _, e in stats],
+                        color=line.get_color(), alpha=0.2, linewidth=0)  # fmt: skip
+
+
+def _position(value):
+    return str(value) if isinstance(value, str) else value
+
+
+def _ticks(ax, values: pd.Series) -> None:
+    """Ticks at the swept values (no replica count of 2.5), when they are numbers and few."""
+    distinct = sorted({v for v in values.dropna() if not isinstance(v, str)})
+    if distinct and len(distinct) <= 12:
+        ax.set_xticks(distinct)
+
+
+def heatmap(table: pd.DataFrame, metric: str, params: list[str], folder: Path) -> Plot:
+    """Two swept parameters: the `all` row's metric over the grid (mean over seeds), a panel
+    per variant, with the cells where the class SLOs are met outlined: the SLO boundary."""
+    variants = list(dict.fromkeys(table["variant"]))
+    x, y = params[:2]
+    fig, panels = small_multiples(len(variants), sharex=True, sharey=True)
+    for ax, variant in zip(panels, variants, strict=True):
+        rows = table[(table["variant"] == variant) & (table["tenant"] == ALL)]
+        grid = _pivot(rows, x, y, metric)
+        met = _pivot(rows, x, y, "slo_met")
+        image = ax.imshow(grid.to_numpy(dtype=float), origin="lower", aspect="auto")
+        fig.colorbar(image, ax=ax, label=_axis_label(metric))
+        ax.contour(met.to_numpy(dtype=float), levels=[0.5], colors="red", linewidths=1.5)
+        ax.set_xticks(range(len(grid.columns)), [str(c) for c in grid.columns])
+        ax.set_yticks(range(len(grid.index)), [str(i) for i in grid.index])
+        ax.set_title(variant, fontsize="medium")
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+    return save(
+        fig,
+        folder,
+        f"heatmap_{metric}.png",
+        f"{metric} over {x} and {y}",
+        f"The all row's {metric} (mean over seeds) over the grid; red: the boundary of the "
+        "cells where every tenant meets its class SLO (slo_met).",
+    )
+
+
+def _pivot(rows: pd.DataFrame, x: str, y: str, metric: str) -> pd.DataFrame:
+    values = rows.assign(v=rows[metric].astype("Float64").astype("float64"))
+    return values.pivot_table(index=y, columns=x, values="v", aggfunc="mean", sort=True)
 
 
 def _mean(values: pd.Series) -> float:

@@ -1,0 +1,110 @@
+"""A plan over combinations (`--over cluster.gpu=a100-80gb,h100-80gb`): a search per combination
+and the answer among them, the cheapest (`--minimize cost`), the fewest GPUs, or the best value
+of the knob itself (the default).
+
+Cost is GPU-hours at the GPU's price: replicas x tp GPUs at `price_per_gpu_hour` (the scenario's,
+else the preset's list price, `simsched.config.prices`), per hour of service.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from simsched.studies.bisection import PlanResult, Probe
+from simsched.studies.slo import Slo
+
+MINIMIZE = ("value", "cost", "gpus")
+Combo = tuple[tuple[str, Any], ...]
+
+
+def combinations(over: dict[str, list] | None) -> list[Combo]:
+    """Every combination of the `--over` values, the first path varying slowest; one empty
+    combination without `--over`."""
+    if not over:
+        return [()]
+    paths = list(over)
+    return [tuple(zip(paths, values, strict=True)) for values in itertools.product(*over.values())]
+
+
+def shown(combo: Combo) -> str:
+    return ", ".join(f"{path}={value}" for path, value in combo)
+
+
+@dataclass
+class FleetPlan:
+    knob: str
+    variant: str
+    maximize: bool
+    slos: list[Slo]
+    rule: str
+    seeds: int
+    minimize: str
+    plans: list[PlanResult]
+    probes: list[Probe] = field(default_factory=list)  # in the order they ran
+    best: PlanResult | None = None
+    message: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def answer(self) -> Any:
+        return self.best.answer if self.best else None
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for plan in self.plans for w in _prefixed(plan)]
+
+    def choose(self) -> None:
+        """The best combination that meets every SLO, and the message saying so."""
+        found = [plan for plan in self.plans if plan.answer is not None]
+        if len(self.plans) == 1:
+            self.best = found[0] if found else None
+            self.message = self.plans[0].message or f"{self.plans[0].error}"
+            return
+        if not found:
+            self.message = f"no combination meets every SLO within the range of {self.knob}"
+            return
+        self.best = min(found, key=self._key)  # min keeps the first of equals: --over order
+        best = self.best
+        what = {
+            "value": f"the {_goal(self)} {self.knob}",
+            "cost": "the cheapest",
+            "gpus": "the fewest GPUs",
+        }[self.minimize]
+        fleet = f" ({best.gpus} GPUs, ${best.cost_per_hour:.2f}/hour)" if best.gpus else ""
+        self.message = (
+            f"{what} meeting every SLO: {shown(best.combo)} with {self.knob}={best.answer}{fleet}"
+        )
+
+    def _key(self, plan: PlanResult) -> float:
+        if self.minimize == "cost":
+            return plan.cost_per_hour
+        if self.minimize == "gpus":
+            return plan.gpus
+        return -plan.answer if self.maximize else plan.answer
+
+    def to_json_dict(self) -> dict[str, Any]:
+        if len(self.plans) == 1:  # one search: its document, as without --over
+            document = self.plans[0].to_json_dict()
+        else:
+            document = {
+                "answer": self.answer,
+                "over": dict(self.best.combo) if self.best else None,
+                "combinations": [plan.to_json_dict() for plan in self.plans],
+                "knob": self.knob,
+                "variant": self.variant,
+                "minimize": self.minimize,
+                "slos": [slo.text for slo in self.slos],
+                "message": self.message,
+                "warnings": self.warnings,
+            }
+        return document | {"rule": self.rule, "seeds": self.seeds, "notes": self.notes}
+
+
+def _goal(fleet: FleetPlan) -> str:
+    return "largest" if fleet.maximize else "smallest"
+
+
+def _prefixed(plan: PlanResult) -> list[str]:
+    return [f"{shown(plan.combo)}: {w}" if plan.combo else w for w in plan.warnings]

@@ -1,0 +1,142 @@
+"""Plans a capacity planner can act on: shedding never hidden, seeds judged by a stated rule,
+the cheapest fleet over categorical axes, checked against a brute-force sweep of the same grid.
+
+The scenario is scenarios/fleet_planning.yaml cut to 10 seconds of traffic: three tenants on
+Llama 3 8B replicas, where one H100 sheds a quarter of the traffic but meets the latency targets
+of the admitted requests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from simsched.cli.studies import register
+from simsched.config.loading import load_scenario
+from simsched.config.prices import GPU_PRICES_PER_HOUR
+from simsched.results.confidence import estimate
+from simsched.studies.plan import plan
+from simsched.studies.slo import parse_slo
+from simsched.studies.sweep import sweep
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO = REPO / "scenarios" / "fleet_planning.yaml"
+SHORT = [f"tenants.{t}.arrivals.duration_s=10" for t in ("chat", "ide", "batch")]
+LATENCY = ["chat.p99_ttft_ms<=800", "ide.p99_ttft_ms<=1100"]
+
+
+def test_the_default_shed_guard_refuses_a_capacity_that_sheds() -> None:
+    guarded = plan(SCENARIO, "cluster.replicas", "1:8", LATENCY, overrides=SHORT)
+    stated = plan(SCENARIO, "cluster.replicas", "1:8", [*LATENCY, "all.shed_rate<=1"],
+                  overrides=SHORT)  # fmt: skip
+    assert stated.answer == 1  # latency alone: one replica "meets" it by shedding
+    one = next(p for p in stated.probes if p.value == 1)
+    assert one.shed["all"] > 0.1 and set(one.shed) == {"all", "chat", "ide", "batch"}
+    assert guarded.answer == 2
+    assert "added all.shed_rate<=0.001" in guarded.notes[0]
+    assert not any("added all.shed_rate" in note for note in stated.notes)
+    assert "all.shed_rate = " in guarded.message  # why 1 is not the answer
+
+
+def test_class_slo_pools_the_class_requests() -> None:
+    result = plan(SCENARIO, "cluster.replicas", "2:2", ["interactive.submitted>=0"],
+                  overrides=SHORT)  # fmt: skip
+    scenario = load_scenario(SCENARIO, [*SHORT, "cluster.replicas=2"])
+    from simsched.results.simulate import simulate
+    from simsched.results.tenants import metrics_rows
+
+    rows = {r["tenant"]: r for r in metrics_rows(simulate(scenario), classes=True)}
+    assert rows["interactive"]["submitted"] == rows["chat"]["submitted"] + rows["ide"]["submitted"]
+    assert rows["batch"]["submitted"] == rows["batch"]["submitted"]
+    assert result.probes[0].metrics["interactive.submitted"] == rows["interactive"]["submitted"]
+    assert rows["interactive"]["p99_ttft_ms"] >= min(
+        rows["chat"]["p99_ttft_ms"], rows["ide"]["p99_ttft_ms"]
+    )
+
+
+def brute_force(table, slos, seeds: int) -> tuple[str, int]:
+    """The cheapest (gpu, replicas) whose every SLO holds at the pessimistic end of the 95%
+    t-interval, straight from the sweep's rows."""
+    best = None
+    for (gpu, replicas), part in table.groupby(["cluster.gpu", "cluster.replicas"]):
+        assert len(part[part.tenant == "all"]) == seeds
+        ok = True
+        for slo in slos:
+            if slo.target == "interactive":  # pooled class: the sweep has per-tenant rows only
+                continue
+            values = part.loc[part.tenant == slo.target, slo.metric].astype(float).tolist()
+            found = estimate(values)
+            judged = found.high if slo.op in ("<=", "<") else found.low
+            ok &= slo.met(judged)
+        cost = replicas * GPU_PRICES_PER_HOUR[gpu]
+        if ok and (best is None or cost < best[0]):
+            best = (cost, gpu, replicas)
+    assert best is not None
+    return best[1], best[2]
+
+
+def test_cheapest_fleet_equals_a_brute_force_sweep() -> None:
+    slos = ["chat.p99_ttft_ms<=300", "ide.p99_ttft_ms<=300"]
+    over = {"cluster.gpu": ["a100-80gb", "h100-80gb"]}
+    short = [s.replace("=10", "=6") for s in SHORT]  # 6 seconds of traffic
+    result = plan(SCENARIO, "cluster.replicas", "1:4", slos, over=over, minimize="cost",
+                  seeds=3, jobs=2, overrides=short)  # fmt: skip
+    grid = {"cluster.gpu": over["cluster.gpu"], "cluster.replicas": [1, 2, 3, 4]}
+    table = sweep(SCENARIO, grid, seeds=3, jobs=1, overrides=short, progress=False)
+    parsed = [parse_slo(s) for s in [*slos, "all.shed_rate<=0.001"]]
+    gpu, replicas = brute_force(table, parsed, 3)
+    assert (dict(result.best.combo)["cluster.gpu"], result.answer) == (gpu, replicas)
+    assert result.best.cost_per_hour == pytest.approx(replicas * GPU_PRICES_PER_HOUR[gpu], 1e-3)
+    assert len(result.plans) == 2 and result.best.gpus == replicas
+    at = result.best.at_answer
+    assert at.estimates["chat.p99_ttft_ms"].n == 3 and at.margins["chat.p99_ttft_ms"] >= 0
+    assert any("margins at cluster.replicas=" in note for note in result.notes)
+
+
+def test_cli_fleet_table_and_json(tmp_path: Path) -> None:
+    app = typer.Typer()
+    register(app)
+    args = ["plan", str(SCENARIO), "--vary", "cluster.replicas", "--range", "2:4"]
+    args += ["--slo", "interactive.p99_ttft_ms<=500", "--over", "cluster.gpu=a100-80gb,h100-80gb"]
+    args += ["--minimize", "cost", "--seeds", "2", *(x for s in SHORT for x in ("--set", s))]
+    run = CliRunner().invoke(app, [*args, "--report", str(tmp_path / "report")])
+    assert run.exit_code == 0, run.output
+    lines = run.output.splitlines()
+    assert lines[0].split()[:3] == ["cluster.gpu", "cluster.replicas", "met"]
+    head = next(line for line in lines if "$/hour" in line).split()
+    assert head[:4] == ["cluster.gpu", "cluster.replicas", "GPUs", "$/hour"]
+    assert "interactive.p99_ttft_ms" in head and "margin" in head
+    assert any(line.startswith("the cheapest meeting every SLO: cluster.gpu=") for line in lines)
+    assert (tmp_path / "report" / "plan_slos.png").is_file()
+    document = json.loads(CliRunner().invoke(app, [*args, "--format", "json"]).output)
+    assert len(document["combinations"]) == 2 and document["seeds"] == 2
+    assert document["rule"] == "interval"
+
+
+def test_token_server_has_no_cost() -> None:
+    from simsched.errors import InputError
+
+    noisy = REPO / "scenarios" / "noisy_neighbor.yaml"
+    with pytest.raises(InputError, match="the token server has no GPUs"):
+        plan(noisy, "cluster.total_kv_blocks", "1600:3200", ["all.shed<=5"], minimize="cost")
+    over = {"scheduler.policy": ["service_token_drr", "request_count_fifo"]}
+    result = plan(noisy, "cluster.total_kv_blocks", "1600:8000", ["all.shed<=100"], step=1600,
+                  over=over, seeds=2)  # fmt: skip
+    assert len(result.plans) == 2 and result.answer == 1600
+
+
+def test_plan_on_dask_gives_the_serial_answer() -> None:
+    distributed = pytest.importorskip("distributed")
+    noisy = REPO / "scenarios" / "noisy_neighbor.yaml"
+    args = (noisy, "cluster.total_kv_blocks", "1600:8000", ["tenant_batch_rag.shed<=0"])
+    kwargs = {"step": 800, "overrides": ["tenants.tenant_batch_rag.quota.burst_service_tokens=1e6"]}
+    serial = plan(*args, **kwargs)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:  # fmt: skip
+        remote = plan(*args, **kwargs, dask_address=cluster.scheduler_address)
+    assert remote.answer == serial.answer
+    assert len(remote.probes) >= len(serial.probes) - 1  # two at a time: maybe one more probe
