@@ -62,6 +62,7 @@ class ContinuousBatchingConfig(BaseModel):
     )
     router: Literal["round_robin", "least_outstanding", "least_kv"] = "least_kv"
     fast_forward: bool = True
+    prefix_caching: bool = False  # vLLM's automatic prefix caching (cluster/prefix_cache.py)
 
     @field_validator("tp")
     @classmethod

@@ -61,15 +61,19 @@ class SimulationResult:
     timeline: pd.DataFrame = field(default_factory=pd.DataFrame)
     fairness: dict[str, dict[str, float]] = field(default_factory=dict)
     capacity: dict[str, dict[str, float]] = field(default_factory=dict)
+    prefix_cache: dict[str, dict[str, Any]] = field(default_factory=dict)  # variants caching
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "scenario": self.scenario.name,
             "comparison": self.summaries,
             "slo": self.slo,
             "fairness": self.fairness,
             "capacity": self.capacity,
         }
+        if self.prefix_cache:
+            out["prefix_cache"] = self.prefix_cache
+        return out
 
 
 def variant_frame(
@@ -104,6 +108,7 @@ def variant_frame(
             "finish_ms": column(recorder.finish_ms),
             "preemptions": column(recorder.preemptions, np.int64),
             "replica": column(recorder.replica, np.int64),
+            "cached_tokens": column(recorder.cached_tokens, np.int64),
             "_seq": seq,
         }
     )

@@ -11,6 +11,7 @@ from simsched.engine import request_costs, run_variant
 from simsched.errors import InputError
 from simsched.fairness import fairness_summary
 from simsched.loading import resolve_variants, select_variants
+from simsched.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
 from simsched.results import (
     REQUEST_COLUMNS,
     SimulationResult,
@@ -35,7 +36,8 @@ def simulate(
     chosen = select_variants(resolve_variants(scenario), variants, scenario.name)
     workloads: dict[str, RequestTable] = {}
     frames, tenants, timelines = [], [], []
-    summaries, slo, fairness, capacity = {}, {}, {}, {}
+    summaries, slo, fairness, capacity, prefix_cache = {}, {}, {}, {}, {}
+    caching = any(caching_on(resolved) for _, resolved in chosen)
     for name, resolved in chosen:
         table = variant_workload(name, resolved, workloads, scenario)
         tick = (lambda done, total, name=name: progress(name, done, total)) if progress else None
@@ -44,12 +46,17 @@ def simulate(
         timelines.append(run.timeline.assign(variant=name))
         summaries[name] = summarize(frame)
         rows = tenant_metric_rows(name, resolved, frame, include_all=True)
+        if caching:  # columns only where some variant caches: other outputs stay as they were
+            add_tenant_hit_rates(frame, rows)
+        if caching_on(resolved):
+            prefix_cache[name] = replica_summary(frame, resolved.cluster.replicas)
         capacity[name] = capacity_summary(run.timeline, rows[-1])
         slo[name] = slo_verdict(resolved, frame, summaries[name], rows)
         fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
         frames.append(frame.sort_values("_seq", kind="stable"))
         tenants.extend(rows)
-    requests = pd.concat(frames, ignore_index=True)[REQUEST_COLUMNS]
+    extra = ["cached_tokens"] if caching else []
+    requests = pd.concat(frames, ignore_index=True)[REQUEST_COLUMNS + extra]
     return SimulationResult(
         scenario=scenario,
         variants=[name for name, _ in chosen],
@@ -59,8 +66,19 @@ def simulate(
         slo=slo,
         fairness=fairness,
         capacity=capacity,
-        timeline=pd.concat(timelines, ignore_index=True)[["variant", *TIMELINE_COLUMNS]],
+        prefix_cache=prefix_cache,
+        timeline=_timeline(timelines, caching),
     )
+
+
+def _timeline(timelines: list[pd.DataFrame], caching: bool) -> pd.DataFrame:
+    """Every variant's samples; `cached_blocks` (free blocks holding cached prefixes) where some
+    variant caches (empty for those that do not)."""
+    columns = ["variant", *TIMELINE_COLUMNS] + (["cached_blocks"] if caching else [])
+    frame = pd.concat(timelines, ignore_index=True)
+    if caching and "cached_blocks" not in frame:
+        frame["cached_blocks"] = pd.Series(dtype="Int64")
+    return frame[columns]
 
 
 def variant_workload(

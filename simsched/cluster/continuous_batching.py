@@ -43,6 +43,7 @@ class ContinuousBatching:
         self.kv_blocks_total = self.blocks_per_replica * config.replicas
         self.tput = config.replicas * sustained_tokens_per_ms(latency, config)
         self.max_waiting = config.max_waiting_per_replica
+        self.prefix_caching = config.prefix_caching
         self.router = ROUTERS[config.router](self.replicas, self.max_waiting)
         self._room: simpy.Event | None = None
 
@@ -85,6 +86,10 @@ class ContinuousBatching:
     def snapshot(self) -> list[tuple[int, int, int, int, int]]:
         """Per replica: (running, waiting, kv_blocks_used, kv_blocks_total, batch_tokens)."""
         return [replica.snapshot() for replica in self.replicas]
+
+    def cached_blocks(self) -> list[int]:
+        """Per replica: free blocks that hold cached prefixes (evictable), with prefix caching."""
+        return [r.pool.cached_free(r.blocks_in_use()) for r in self.replicas]
 
     def is_idle(self) -> bool:
         return not any(replica.busy for replica in self.replicas)

@@ -40,6 +40,8 @@ class Feed:
             service_tokens,
             kv_blocks,
         )
+        if table.prefix is not None:
+            columns += (table.prefix,)
         self._requests = _requests(columns, len(table), progress or _silent)
         self._next: Request | None = next(self._requests, None)
 
