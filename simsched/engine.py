@@ -62,7 +62,9 @@ def run_variant(
     tenants = scenario.tenants
     lanes = Lanes(len(tenants))
     recorder = Recorder(len(table), scenario.admission.shed_status_codes)
-    cluster = SERVICE_MODELS[scenario.cluster.service_model](env, scenario.cluster, recorder)
+    model = SERVICE_MODELS[scenario.cluster.service_model]
+    seeded = {"seed": scenario.seed} if getattr(model, "uses_seed", False) else {}
+    cluster = model(env, scenario.cluster, recorder, **seeded)
     policy = POLICIES[scenario.scheduler.policy](policy_context(scenario))
     buckets = TokenBuckets([t.quota for t in tenants])
     screening = scenario.admission.enabled and policy.screens_arrivals

@@ -21,15 +21,22 @@ import simpy
 
 from simsched.cluster.latency import build_latency, sustained_tokens_per_ms
 from simsched.cluster.replica import NoObserver, Replica
-from simsched.cluster.router import ROUTERS
+from simsched.cluster.router import build_router
 from simsched.cluster.sequences import ceil_div
 from simsched.recorder import Recorder
 from simsched.requests import Request
 
 
 class ContinuousBatching:
+    uses_seed = True  # the engine passes the scenario seed (the router breaks ties with it)
+
     def __init__(
-        self, env: simpy.Environment, config: Any, recorder: Recorder, observer: Any = None
+        self,
+        env: simpy.Environment,
+        config: Any,
+        recorder: Recorder,
+        observer: Any = None,
+        seed: int = 0,
     ) -> None:
         self.env = env
         self.recorder = recorder
@@ -44,7 +51,7 @@ class ContinuousBatching:
         self.tput = config.replicas * sustained_tokens_per_ms(latency, config)
         self.max_waiting = config.max_waiting_per_replica
         self.prefix_caching = config.prefix_caching
-        self.router = ROUTERS[config.router](self.replicas, self.max_waiting)
+        self.router = build_router(config, self.replicas, seed)
         self._room: simpy.Event | None = None
 
     def kv_blocks_in_use(self) -> int:
@@ -71,7 +78,7 @@ class ContinuousBatching:
             room.succeed()
 
     def start(self, request: Request) -> None:
-        replica = self.router.pick()
+        replica = self.router.pick(request)
         self.recorder.placed(request, replica.index)
         replica.submit(request)
         return None  # the scheduler goes on at once; has_room says when to stop
