@@ -12,6 +12,7 @@ from simsched.errors import InputError
 from simsched.fairness import fairness_summary
 from simsched.loading import resolve_variants, select_variants
 from simsched.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
+from simsched.reactive import has_reactive, session_columns
 from simsched.results import (
     REQUEST_COLUMNS,
     SimulationResult,
@@ -42,7 +43,13 @@ def simulate(
         table = variant_workload(name, resolved, workloads, scenario)
         tick = (lambda done, total, name=name: progress(name, done, total)) if progress else None
         run = run_variant(resolved, table, tick)
+        if run.table is not None:  # sessions: what was sent is known only now
+            table = run.table
         frame = variant_frame(name, resolved, table, request_costs(resolved, table), run.recorder)
+        if run.sessions is not None:
+            frame = frame.assign(
+                **session_columns(*(column[frame["_seq"]] for column in run.sessions))
+            )
         timelines.append(run.timeline.assign(variant=name))
         summaries[name] = summarize(frame)
         rows = tenant_metric_rows(name, resolved, frame, include_all=True)
@@ -56,6 +63,7 @@ def simulate(
         frames.append(frame.sort_values("_seq", kind="stable"))
         tenants.extend(rows)
     extra = ["cached_tokens"] if caching else []
+    extra += ["session", "turn"] if any(has_reactive(r) for _, r in chosen) else []
     requests = pd.concat(frames, ignore_index=True)[REQUEST_COLUMNS + extra]
     return SimulationResult(
         scenario=scenario,

@@ -11,6 +11,7 @@ from simsched.errors import InputError
 from simsched.workload.generators import generate_tenant
 from simsched.workload.prefix_sources import with_prefixes
 from simsched.workload.prefixes import ChainIds
+from simsched.workload.session_plans import is_reactive
 from simsched.workload.table import RequestTable, merge_sorted
 from simsched.workload.trace_csv import read_trace_csv
 from simsched.workload.trace_specs import tenant_trace_table
@@ -26,7 +27,7 @@ def build_workload(scenario) -> RequestTable:
             prefix_rng(scenario.seed, tenant.id),
         )
         for index, tenant in enumerate(scenario.tenants)
-        if tenant.arrivals is not None
+        if tenant.arrivals is not None and not is_reactive(tenant)  # sessions: sent as they go
     ]
     tables += [
         with_prefixes(

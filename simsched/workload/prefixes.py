@@ -28,14 +28,15 @@ NO_KEY = -1
 class ChainIds:
     """Interns `(parent, content)` pairs as consecutive ints, so chains compare in O(1)."""
 
-    def __init__(self) -> None:
+    def __init__(self, first: int = 1) -> None:
         self._ids: dict[tuple, int] = {}
+        self._first = first
 
     def chain(self, parent: int, content: object) -> int:
         pair = (parent, content)
         found = self._ids.get(pair)
         if found is None:
-            found = self._ids[pair] = len(self._ids) + 1
+            found = self._ids[pair] = len(self._ids) + self._first
         return found
 
 
