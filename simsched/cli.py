@@ -24,8 +24,10 @@ from simsched.progress import ProgressLine
 from simsched.simulation import simulate
 from simsched.tables import comparison_table
 from simsched.workload import build_workload
+from simsched.workload.build import prefix_rng, tenant_rng
 from simsched.workload.inspect import workload_stats, write_trace_csv
 from simsched.workload.servegen import import_servegen, write_scenario_yaml
+from simsched.workload.session_plans import reactive_summary
 
 LONG_RUN_REQUESTS = 100_000
 
@@ -122,6 +124,8 @@ def workload(
     table = build_workload(loaded)
     tenant_ids = loaded.tenant_ids()
     typer.echo(workload_stats(table, tenant_ids).to_string(index=False, float_format="%.3f"))
+    for tenant_id, plan in reactive_summary(loaded, tenant_rng, prefix_rng).items():
+        typer.echo(f"{tenant_id}: not made in advance ({plan}); not counted above")
     if out is not None:
         write_trace_csv(table, tenant_ids, out)
         typer.echo(f"wrote {len(table):,} requests to {out}")

@@ -50,7 +50,8 @@ def test_each_turn_resends_the_conversation_after_the_previous_answer() -> None:
         turns = turns.reset_index(drop=True)
         assert turns["turn"].tolist() == list(range(1, len(turns) + 1))
         assert 2 <= len(turns) <= 5
-        for before, after in zip(turns.iloc[:-1].itertuples(), turns.iloc[1:].itertuples()):
+        pairs = zip(turns.iloc[:-1].itertuples(), turns.iloc[1:].itertuples(), strict=True)
+        for before, after in pairs:
             history = before.prefill_tokens + before.decode_tokens
             assert after.prefill_tokens > history  # history plus a new message
             assert after.arrival_ms > before.finish_ms  # after the answer, plus a think time

@@ -98,3 +98,22 @@ def _plan(tenant, index: int, rng: np.random.Generator, prefix_rng) -> SessionPl
         system_tokens=system.tokens if system is not None else 0,
         spec=spec,
     )
+
+
+def reactive_summary(scenario, tenant_rng, prefix_rng) -> dict[str, str]:
+    """Per session or closed-loop tenant, what it will send (its requests are made as the run
+    goes, so a pre-generated count of 0 must not be read as 'nothing')."""
+    out = {}
+    for plan in session_plans(scenario, tenant_rng, prefix_rng):
+        if plan.kind == "sessions":
+            out[plan.tenant_id] = (
+                f"sessions: {len(plan.turns):,} sessions, {int(plan.turns.sum()):,} turns, "
+                "each sent after the previous one's answer"
+            )
+        else:
+            spec = plan.spec
+            out[plan.tenant_id] = (
+                f"closed_loop: {spec.count:,} requests from {spec.concurrency} clients, "
+                "each sent after the client's previous one"
+            )
+    return out
