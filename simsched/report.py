@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from simsched.analysis.cache_plots import has_hit_rates, prefix_hit_rates
 from simsched.analysis.page import INDEX, PAGE, Figure, Plot, write_index
 from simsched.analysis.report_data import ScenarioData, read_results_folder, result_data
 from simsched.analysis.scenario_plots import (
@@ -87,6 +88,8 @@ def scenario_report(data: ScenarioData, folder: Path) -> None:
     plots = [ttft_cdf(data, folder), service_share(data, folder), shed_counts(data, folder)]
     if data.timeline is not None and len(data.timeline):
         plots[1:1] = [kv_occupancy(data, folder), queue_depth(data, folder)]
+    if has_hit_rates(data):  # some variant caches prefixes
+        plots.append(prefix_hit_rates(data, folder))
     table = data.tenants.drop(columns=["priority"], errors="ignore")
     write_index(folder, data.title, plots, [("Per tenant", table)])
 

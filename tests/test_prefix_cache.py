@@ -335,3 +335,13 @@ def test_prefix_aware_routing_finds_the_replica_holding_the_prompt() -> None:
     blind = hit_rate("round_robin")
     assert hit_rate(aware) > blind + 0.1
     assert hit_rate(approx) > blind + 0.1
+
+
+def test_the_report_plots_hit_rates_when_a_variant_caches(tmp_path) -> None:
+    from simsched.report import write_report
+
+    rows = [(0, 1000, 5, [1, 2]), (5000, 1000, 5, [1, 2])]
+    scenario = trace_scenario(write_trace(tmp_path / "t.jsonl", rows))
+    folder = write_report(simulate(scenario), tmp_path / "report")
+    assert (folder / "prefix_hit_rate.png").exists()
+    assert "Prefix-cache hit rate" in (folder / "index.html").read_text()
