@@ -94,6 +94,8 @@ def run_variant(
     env.process(scheduler_process(env, policy, lanes, gateway, gate, cluster, buckets, recorder))
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
     env.run()
+    if hasattr(cluster, "close"):
+        cluster.close()
     sessions = None
     if reactive:
         table, *sessions = feed.table(table)

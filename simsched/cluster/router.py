@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from simsched.cluster.scorers import SCORERS, TieBreak, weighted_choice
+from simsched.cluster.scorers import SCORERS, PromptKeys, TieBreak, weighted_choice
 
 
 class Router:
@@ -78,7 +78,8 @@ class Scored(Router):
 
     def __init__(self, replicas, max_waiting: int, ties: TieBreak, spec, block_size: int) -> None:
         super().__init__(replicas, max_waiting, ties)
-        self.scored = [(SCORERS[s.name](replicas, block_size), s.weight) for s in spec.scorers]
+        keys = PromptKeys(block_size)  # shared: each request's keys are computed once
+        self.scored = [(SCORERS[s.name](replicas, keys), s.weight) for s in spec.scorers]
 
     def choose(self, candidates: list[Any], request: Any) -> Any:
         chosen = weighted_choice(self.scored, candidates, request, self.ties)

@@ -44,20 +44,33 @@ class TieBreak:
         return tied[int(self._draws.pop() * len(tied))]
 
 
-def prompt_keys(request: Request, block_size: int) -> tuple[list[int], int]:
-    """The request's block keys and how many of them could hit (never the last prompt token)."""
-    prefix = request.prefix
-    if prefix is None:
-        return [], 0
-    return prefix.keys(block_size), (max(1, request.prefill_tokens) - 1) // block_size
+class PromptKeys:
+    """The block keys of the request being routed and how many of them could hit (never the
+    last prompt token), computed once per request for all scorers."""
+
+    def __init__(self, block_size: int) -> None:
+        self.block_size = block_size
+        self._request: Request | None = None
+        self._keys: tuple[list[int], int] = ([], 0)
+
+    def __call__(self, request: Request) -> tuple[list[int], int]:
+        if request is not self._request:
+            prefix, size = request.prefix, self.block_size
+            self._request = request
+            self._keys = (
+                ([], 0)
+                if prefix is None
+                else (prefix.keys(size), (max(1, request.prefill_tokens) - 1) // size)
+            )
+        return self._keys
 
 
 class PrefixCacheScorer:
-    def __init__(self, replicas: Sequence[Any], block_size: int) -> None:
-        self.block_size = block_size
+    def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
+        self.keys = keys
 
     def scores(self, request: Request, candidates: list[Any]) -> list[float]:
-        keys, limit = prompt_keys(request, self.block_size)
+        keys, limit = self.keys(request)
         if limit == 0 or not keys:
             return [0.0] * len(candidates)
         return [r.pool.longest_hit(keys, limit) / limit for r in candidates]
@@ -67,13 +80,13 @@ class PrefixCacheScorer:
 
 
 class ApproxPrefixScorer:
-    def __init__(self, replicas: Sequence[Any], block_size: int) -> None:
-        self.block_size = block_size
+    def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
+        self.keys = keys
         self.index: list[OrderedDict[int, None]] = [OrderedDict() for _ in replicas]
         self.capacity = [r.capacity for r in replicas]
 
     def scores(self, request: Request, candidates: list[Any]) -> list[float]:
-        keys, limit = prompt_keys(request, self.block_size)
+        keys, limit = self.keys(request)
         if limit == 0 or not keys:
             return [0.0] * len(candidates)
         out = []
@@ -88,7 +101,7 @@ class ApproxPrefixScorer:
         return out
 
     def routed(self, request: Request, replica: Any) -> None:
-        keys, _ = prompt_keys(request, self.block_size)
+        keys, _ = self.keys(request)
         seen = self.index[replica.index]
         for key in keys:
             seen[key] = None
@@ -99,7 +112,7 @@ class ApproxPrefixScorer:
 
 
 class QueueDepthScorer:
-    def __init__(self, replicas: Sequence[Any], block_size: int) -> None:
+    def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
         pass
 
     def scores(self, request: Request, candidates: list[Any]) -> list[float]:
@@ -114,7 +127,7 @@ class QueueDepthScorer:
 
 
 class KvUtilizationScorer:
-    def __init__(self, replicas: Sequence[Any], block_size: int) -> None:
+    def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
         pass
 
     def scores(self, request: Request, candidates: list[Any]) -> list[float]:

@@ -41,15 +41,15 @@ class ChainIds:
 
 
 class Prefix:
-    """A request's prefix segments; its block keys are computed once per block size."""
+    """A request's prefix segments. Its block keys are computed when asked and not kept: the
+    workload holds every request's Prefix for the whole run, and a long prompt has hundreds of
+    keys (the replica keeps them while the request runs)."""
 
-    __slots__ = ("ids", "ends", "_keys", "_size")
+    __slots__ = ("ids", "ends")
 
     def __init__(self, ids: list[int], ends: list[int]) -> None:
         self.ids = ids  # chain ids, one per segment
         self.ends = ends  # the token each segment ends at, increasing
-        self._keys: list[int] | None = None
-        self._size = 0
 
     @property
     def tokens(self) -> int:
@@ -58,10 +58,7 @@ class Prefix:
 
     def keys(self, block_size: int) -> list[int]:
         """The key of every KV block the segments cover fully (the rest have no key)."""
-        if self._keys is None or self._size != block_size:
-            self._keys = block_keys(self.ids, self.ends, block_size)
-            self._size = block_size
-        return self._keys
+        return block_keys(self.ids, self.ends, block_size)
 
     def extend(self, ids: list[int], ends: list[int]) -> Prefix:
         return Prefix(self.ids + ids, self.ends + ends)
