@@ -135,6 +135,16 @@ def test_sessions_beside_generated_tenants_repeat_exactly_and_ignore_fast_forwar
     assert not other["arrival_ms"].equals(requests["arrival_ms"])
 
 
+@pytest.mark.parametrize("timing", ["scheduler_tick", "arrival"])
+def test_sessions_alone_are_all_sent_under_either_gateway_timing(timing) -> None:
+    # no pre-generated request at all: every turn, the first ones too, comes from the feed
+    tenant = sessions(turns=3, think_time_ms=100)
+    result = run([tenant], admission={"evaluate_at": timing, "interactive_kv_watermark": 0.99})
+    requests = result.requests
+    assert len(requests) == 36 and (requests["status_code"] == 200).all()
+    assert requests.groupby("session")["turn"].max().tolist() == [3] * 12
+
+
 def test_the_token_server_serves_sessions_too() -> None:
     tenant = sessions(turns=2)
     scenario = validate({"tenants": [tenant], "admission": {"enabled": False}}, "x.yaml")

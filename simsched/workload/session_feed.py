@@ -25,23 +25,12 @@ from simsched.timing import ARRIVAL, AtInstant
 from simsched.workload.feed import Feed
 from simsched.workload.prefixes import ChainIds, Prefix
 from simsched.workload.session_plans import SessionPlan
+from simsched.workload.session_state import Session, rough_mean
 from simsched.workload.table import RequestTable
 
 # Chain ids of scheduled turns start here, far above those of the pre-generated prompts (which
 # are interned from 1 by the workload), and low enough that block keys stay within int64.
 REACTIVE_IDS = 2**36
-
-
-class Session:
-    """One session's (or closed-loop request's) state: its plan, turn, retries, history."""
-
-    __slots__ = ("plan", "number", "turn", "retries", "ids", "ends", "tokens")
-
-    def __init__(self, plan: SessionPlan, number: int, head: tuple[int, int] | None) -> None:
-        self.plan, self.number, self.turn, self.retries = plan, number, 0, 0
-        self.ids: list[int] = [head[0]] if head else []
-        self.ends: list[int] = [head[1]] if head else []
-        self.tokens = head[1] if head else 0  # the conversation so far
 
 
 class ReactiveFeed:
@@ -130,11 +119,11 @@ class ReactiveFeed:
             spec = plan.spec
             if spec.on_shed == "retry" and session.retries < spec.max_retries:
                 session.retries += 1
-                self._push(now + self._think(session), session)
+                self._push(now + session.think_ms(), session)
         else:
-            self._answered(session)
+            session.answered(self.interner)
             if session.turn < plan.turns[session.number]:
-                self._push(now + self._think(session), session)
+                self._push(now + session.think_ms(), session)
 
     # --- what was sent ------------------------------------------------------------------------
     def span(self) -> tuple[float, float] | None:
@@ -146,7 +135,9 @@ class ReactiveFeed:
         if static is not None:
             times += list(static)
         for spec in self.closed_loops:
-            think = 1000.0 if spec.think_time_ms is None else 1000.0 + _mean(spec.think_time_ms)
+            think = (
+                1000.0 if spec.think_time_ms is None else 1000.0 + rough_mean(spec.think_time_ms)
+            )
             guess = spec.start_ms + think * spec.count / spec.concurrency
             if spec.duration_s is not None:
                 guess = min(guess, spec.start_ms + 1000.0 * spec.duration_s)
@@ -183,7 +174,7 @@ class ReactiveFeed:
                 self._next_client_request(plan, plan.spec.start_ms, first=True)
             return
         for number, start in enumerate(plan.starts_ms.tolist()):
-            self._push(start, Session(plan, number, self._head(plan, number)), timer=False)
+            self._push(start, Session(plan, number, self._head(plan, number)))
 
     def _next_client_request(self, plan: SessionPlan, now: float, first: bool = False) -> None:
         number = self.clients[plan.tenant]
@@ -194,7 +185,7 @@ class ReactiveFeed:
         if spec.duration_s is not None and at >= spec.start_ms + 1000.0 * spec.duration_s:
             return
         self.clients[plan.tenant] = number + 1
-        self._push(at, Session(plan, number, self._head(plan, number)), timer=not first)
+        self._push(at, Session(plan, number, self._head(plan, number)))
 
     def _head(self, plan: SessionPlan, number: int) -> tuple[int, int] | None:
         group = plan.group[number]
@@ -202,14 +193,12 @@ class ReactiveFeed:
             return None
         return self.interner.chain(0, ("system", plan.tenant_id, group)), plan.system_tokens
 
-    def _think(self, session: Session) -> float:
-        return session.plan.think_ms[session.plan.first_turn[session.number] + session.turn]
-
-    def _push(self, at: float, session: Session, timer: bool = True) -> None:
+    def _push(self, at: float, session: Session) -> None:
+        """Schedule a request, with a timer at its instant: under `evaluate_at: arrival` it is
+        delivered then; under `scheduler_tick` the timer wakes a waiting scheduler."""
         heapq.heappush(self.heap, (at, self.pushed, session))
         self.pushed += 1
-        if timer:
-            AtInstant(self.env, at, ARRIVAL).callbacks.append(self._due)
+        AtInstant(self.env, at, ARRIVAL).callbacks.append(self._due)
 
     def _due(self, _event: simpy.Event) -> None:
         if self.deliver is not None:
@@ -220,10 +209,8 @@ class ReactiveFeed:
 
     def _request(self, arrival: float, session: Session) -> Request:
         plan = session.plan
-        index = plan.first_turn[session.number] + session.turn
-        message, answer = plan.message[index], plan.answer[index]
-        prompt = session.tokens + message
-        ids, ends = self._segments(session, index, prompt, answer)
+        prompt, answer = session.sizes()
+        ids, ends = session.segments(self.interner)
         service, blocks = self.costs(prompt, answer)
         seq = len(self.rows)
         self.on_sent(seq)
@@ -232,46 +219,7 @@ class ReactiveFeed:
         )
         self.live[seq] = session
         if plan.kind == "sessions":  # turns count from 1
-            self.rows.append((request, session.number, session.turn + 1, _request_id(session), -1))
+            self.rows.append((request, session.number, session.turn + 1, session.request_id(), -1))
         else:
-            self.rows.append((request, -1, -1, _request_id(session), -1))
+            self.rows.append((request, -1, -1, session.request_id(), -1))
         return request
-
-    def _segments(self, session: Session, index: int, prompt: int, answer: int):
-        """The history's segments, then this turn's message and its answer (so that a finished
-        turn's answer is cached for the next turn)."""
-        chain = self.interner.chain
-        parent = session.ids[-1] if session.ids else 0
-        message = chain(parent, ("message", session.plan.tenant_id, session.number, index))
-        reply = chain(message, "answer")
-        return session.ids + [message, reply], session.ends + [prompt, prompt + answer]
-
-    def _answered(self, session: Session) -> None:
-        plan = session.plan
-        index = plan.first_turn[session.number] + session.turn
-        ids, ends = self._segments(
-            session, index, session.tokens + plan.message[index], plan.answer[index]
-        )
-        session.ids, session.ends = ids, ends
-        session.tokens = ends[-1]
-        session.turn += 1
-        session.retries = 0
-
-
-def _mean(spec) -> float:
-    """A think-time spec's rough mean in ms (for the timeline's interval only)."""
-    if isinstance(spec, int):
-        return float(spec)
-    for key in ("mean", "median"):
-        if getattr(spec, key, None) is not None:
-            return float(getattr(spec, key))
-    low, high = getattr(spec, "low", None), getattr(spec, "high", None)
-    return (low + high) / 2.0 if low is not None and high is not None else 1000.0
-
-
-def _request_id(session: Session) -> str:
-    plan = session.plan
-    if plan.kind == "closed_loop":
-        return f"{plan.tenant_id}-{session.number:06d}"
-    retry = f"-r{session.retries}" if session.retries else ""
-    return f"{plan.tenant_id}-s{session.number:06d}-t{session.turn + 1:03d}{retry}"
