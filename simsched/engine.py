@@ -98,7 +98,8 @@ def run_variant(
         cluster.close()
     sessions = None
     if reactive:
-        table, *sessions = feed.table(table)
+        table, session, turn = feed.table(table)
+        sessions = (session, turn)
         recorder.trimmed(len(table))
     _check_one_outcome_each(recorder, len(table))
     timeline = sampler.frame() if sampler else pd.DataFrame(columns=TIMELINE_COLUMNS)
