@@ -14,7 +14,7 @@ from simsched.workload.prefixes import ChainIds
 from simsched.workload.session_plans import is_reactive
 from simsched.workload.table import RequestTable, merge_sorted
 from simsched.workload.trace_csv import read_trace_csv
-from simsched.workload.trace_specs import tenant_trace_table
+from simsched.config.trace_specs import tenant_trace_table
 
 
 def build_workload(scenario) -> RequestTable:

@@ -20,7 +20,7 @@ from simsched.workload.formats.checks import fail
 from simsched.workload.formats.window import TraceColumns, window
 from simsched.workload.prefixes import ChainIds, Prefix, prepend
 from simsched.workload.table import RequestTable
-from simsched.yaml_io import read_text
+from simsched.config.yaml_io import read_text
 
 MOONCAKE_BLOCK = 512  # tokens per hash id in the Mooncake FAST'25 traces
 
