@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from simsched.errors import InputError
 from simsched.config.loading import load_scenario
-from simsched.results.frames import SimulationResult
 from simsched.config.scenario import Scenario
+from simsched.errors import InputError
+from simsched.results.frames import SimulationResult
 from simsched.results.simulate import simulate
 from simsched.studies.sweep import sweep
 

@@ -13,19 +13,19 @@ from typing import Annotated
 import typer
 
 from simsched import __version__
-from simsched.outputs.atomic import output_folder
 from simsched.cli.options import FileArg, Format, SetOption
 from simsched.cli.studies import register as register_analysis_commands
-from simsched.outputs.describe import describe_scenario
-from simsched.errors import InputError
 from simsched.config.loading import load_scenario, resolve_variants, select_variants
+from simsched.errors import InputError
+from simsched.outputs.atomic import output_folder
+from simsched.outputs.describe import describe_scenario
 from simsched.outputs.files import write_result
 from simsched.outputs.progress import ProgressLine
-from simsched.results.simulate import simulate
 from simsched.outputs.tables import comparison_table
+from simsched.outputs.workload_stats import workload_stats, write_trace_csv
+from simsched.results.simulate import simulate
 from simsched.workload import build_workload
 from simsched.workload.build import prefix_rng, tenant_rng
-from simsched.outputs.workload_stats import workload_stats, write_trace_csv
 from simsched.workload.servegen import import_servegen, write_scenario_yaml
 from simsched.workload.session_plans import reactive_summary
 
@@ -93,7 +93,9 @@ def scenario(
     if out is not None:
         write_result(result, out)
     if report is not None:
-        from simsched.outputs.report import write_report  # matplotlib is slow to import: only when asked
+        from simsched.outputs.report import (
+            write_report,  # matplotlib is slow to import: only when asked
+        )
 
         write_report(result, report)
     if format is Format.json:

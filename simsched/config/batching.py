@@ -19,7 +19,6 @@ from pydantic import (
 )
 
 from simsched.config import presets
-from simsched.sim.cluster.latency import build_latency, sustained_tokens_per_ms
 from simsched.config.hardware import (
     GpuSpec,
     LatencyConfig,
@@ -27,6 +26,7 @@ from simsched.config.hardware import (
     RooflineLatencyConfig,
 )
 from simsched.config.router import CACHE_SCORERS, RouterSetting
+from simsched.sim.cluster.latency import build_latency, sustained_tokens_per_ms
 
 
 def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:

@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from simsched.errors import InputError
 from simsched.config.overrides import OverrideError, apply_overrides, overlapping, parse_assignment
 from simsched.config.scenario import Scenario
 from simsched.config.validation_errors import TAG_ERRORS, input_error
 from simsched.config.yaml_io import parse_yaml_mapping, read_text
+from simsched.errors import InputError
 
 # Reading text and YAML, and turning validation errors into messages, have modules of their own;
 # their names stay importable from here (the trace readers use read_text).

@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from simsched.config.cluster import ClusterConfig, TokenServerConfig
-from simsched.sim.policies import POLICIES
 from simsched.config.specs import ArrivalSpec, LengthSpec
 from simsched.config.trace_specs import TenantTrace
+from simsched.sim.policies import POLICIES
 
 PriorityClass = Literal["interactive", "batch"]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]

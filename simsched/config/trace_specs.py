@@ -11,10 +11,10 @@ from typing import Annotated
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from simsched.config.specs import TraceFormat
 from simsched.sim.requests import CLASS_INDEX
 from simsched.workload.formats import read_trace
 from simsched.workload.generators import request_ids
-from simsched.config.specs import TraceFormat
 from simsched.workload.table import RequestTable
 
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from simsched.config.cluster import SERVICE_MODEL_TAGS
-from simsched.errors import InputError
 from simsched.config.specs import UNION_TAGS
+from simsched.errors import InputError
 
 TAG_ERRORS = ("union_tag_invalid", "union_tag_not_found")
 

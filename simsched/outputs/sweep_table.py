@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from simsched.errors import InputError
+from simsched.outputs.atomic import cannot_write, staging_file
+from simsched.outputs.files import write_csv
+from simsched.results.metrics import COUNT_METRICS, METRIC_COLUMNS
 from simsched.studies.grid import Point, show
 from simsched.studies.runners import Outcome
-from simsched.outputs.atomic import cannot_write, staging_file
-from simsched.errors import InputError
-from simsched.results.metrics import COUNT_METRICS, METRIC_COLUMNS
-from simsched.outputs.files import write_csv
 
 FIXED_COLUMNS = ["point", "seed", "variant", "tenant", *METRIC_COLUMNS, "error"]
 TABLE_SUFFIXES = (".parquet", ".csv")

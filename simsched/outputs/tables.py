@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from simsched.sim.recorder import SHED_REASONS
 from simsched.results.frames import SimulationResult
+from simsched.sim.recorder import SHED_REASONS
 
 REASON_LABELS = {
     "shed_kv_watermark": "shed: KV watermark",

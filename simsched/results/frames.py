@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simsched.config.scenario import Scenario
 from simsched.results.percentiles import nearest_rank as percentile
+from simsched.results.tenants import ALL
 from simsched.sim.recorder import STATUS_OK, Recorder
 from simsched.sim.requests import CLASS_NAMES
-from simsched.config.scenario import Scenario
-from simsched.results.tenants import ALL
 from simsched.workload.table import RequestTable
 
 REQUEST_COLUMNS = [

@@ -12,9 +12,9 @@ from typing import Any
 
 import pandas as pd
 
-from simsched.sim.recorder import SHED_REASONS
 from simsched.results.frames import SimulationResult
 from simsched.results.tenants import ALL, COLUMNS
+from simsched.sim.recorder import SHED_REASONS
 
 # Counts stay integers in sweep tables; everything else is a float or a verdict.
 COUNT_METRICS = ["submitted", "admitted", "shed", *SHED_REASONS, "admitted_service_tokens"]

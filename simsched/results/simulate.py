@@ -7,12 +7,10 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from simsched.sim.engine import request_costs, run_variant
+from simsched.config.loading import resolve_variants, select_variants
+from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.results.fairness import fairness_summary
-from simsched.config.loading import resolve_variants, select_variants
-from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
-from simsched.sim.reactive import has_reactive, session_columns
 from simsched.results.frames import (
     REQUEST_COLUMNS,
     SimulationResult,
@@ -21,8 +19,10 @@ from simsched.results.frames import (
     summarize,
     variant_frame,
 )
-from simsched.config.scenario import Scenario
+from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
 from simsched.results.tenants import tenant_metric_rows
+from simsched.sim.engine import request_costs, run_variant
+from simsched.sim.reactive import has_reactive, session_columns
 from simsched.sim.timeline import TIMELINE_COLUMNS
 from simsched.workload import RequestTable, build_workload
 

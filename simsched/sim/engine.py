@@ -11,9 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from simsched.config.scenario import Scenario
 from simsched.sim.cluster.registry import SERVICE_MODELS
 from simsched.sim.dispatcher import DispatchGate, scheduler_process
+from simsched.sim.feed import Feed
 from simsched.sim.gateway import AdmissionRules, AdmitAll, ArrivalGateway, TickGateway
+from simsched.sim.kernel import SimEnvironment
 from simsched.sim.lanes import Lanes
 from simsched.sim.policies import POLICIES, PolicyContext
 from simsched.sim.quotas import TokenBuckets
@@ -25,10 +28,7 @@ from simsched.sim.reactive import (
     reactive_feed,
 )
 from simsched.sim.recorder import Recorder
-from simsched.config.scenario import Scenario
 from simsched.sim.timeline import TIMELINE_COLUMNS, TimelineSampler, auto_interval_ms
-from simsched.sim.kernel import SimEnvironment
-from simsched.sim.feed import Feed
 from simsched.workload.table import RequestTable
 
 

@@ -16,8 +16,8 @@ from collections.abc import Callable, Generator, Iterator
 import numpy as np
 import simpy
 
-from simsched.sim.requests import Request
 from simsched.sim.kernel import ARRIVAL, AtInstant
+from simsched.sim.requests import Request
 from simsched.workload.table import RequestTable
 
 CHUNK = 65_536  # rows turned into Python values at a time: bounded memory, numpy speed

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import simpy
 
+from simsched.sim.feed import Feed
+from simsched.sim.kernel import ARRIVAL, AtInstant
 from simsched.sim.lanes import Lanes
 from simsched.sim.quotas import TokenBuckets
 from simsched.sim.recorder import SHED_KV_WATERMARK, SHED_QUEUE_WAIT, SHED_TOKEN_QUOTA, Recorder
 from simsched.sim.requests import BATCH, INTERACTIVE, Request
-from simsched.sim.kernel import ARRIVAL, AtInstant
-from simsched.sim.feed import Feed
 
 
 class AdmissionRules:

@@ -13,12 +13,12 @@ from array import array
 import numpy as np
 import simpy
 
+from simsched.sim.feed import Feed
 from simsched.sim.gateway import TickGateway
 from simsched.sim.recorder import Recorder
 from simsched.sim.requests import Request
-from simsched.workload.build import prefix_rng, tenant_rng
-from simsched.sim.feed import Feed
 from simsched.sim.session_feed import ReactiveFeed
+from simsched.workload.build import prefix_rng, tenant_rng
 from simsched.workload.session_plans import is_reactive, session_plans
 
 _GROWING = (

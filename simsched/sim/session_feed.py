@@ -20,12 +20,12 @@ from collections.abc import Callable
 import numpy as np
 import simpy
 
-from simsched.sim.requests import Request
-from simsched.sim.kernel import ARRIVAL, AtInstant
 from simsched.sim.feed import Feed
+from simsched.sim.kernel import ARRIVAL, AtInstant
+from simsched.sim.requests import Request
+from simsched.sim.session_state import Session, rough_mean
 from simsched.workload.prefixes import ChainIds, Prefix
 from simsched.workload.session_plans import SessionPlan
-from simsched.sim.session_state import Session, rough_mean
 from simsched.workload.table import RequestTable
 
 # Chain ids of scheduled turns start here, far above those of the pre-generated prompts (which

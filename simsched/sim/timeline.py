@@ -14,9 +14,9 @@ from collections.abc import Generator
 import pandas as pd
 import simpy
 
+from simsched.sim.feed import Feed
 from simsched.sim.lanes import Lanes
 from simsched.sim.requests import BATCH, INTERACTIVE
-from simsched.sim.feed import Feed
 
 TIMELINE_COLUMNS = [
     "time_ms",

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simsched.errors import InputError
 from simsched.config.loading import load_scenario
 from simsched.config.overrides import OverrideError, format_assignment, parse_assignment, split_path
+from simsched.errors import InputError
 
 Axis = tuple[str, list[str], list[tuple[Any, ...]]]  # (flag, paths, a tuple of values per step)
 

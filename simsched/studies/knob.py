@@ -10,9 +10,9 @@ import math
 import re
 from typing import Any
 
-from simsched.errors import InputError
 from simsched.config.overrides import OverrideError, get_path
 from simsched.config.scenario import Scenario
+from simsched.errors import InputError
 
 FLOAT_STEPS = 64  # a float knob's default step is (HI - LO) / FLOAT_STEPS
 Number = int | float

@@ -22,21 +22,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from simsched.studies.bisection import PlanResult, Probe, monotonicity_warnings, search
-from simsched.studies.grid import relabel
-from simsched.studies.knob import FLOAT_STEPS, Number, knob_values, parse_range, scenario_value
-from simsched.studies.slo import OPERATORS, SLO_PATTERN, Slo, check_targets, parse_slo
-from simsched.errors import InputError
 from simsched.config.loading import (
     load_scenario,
     resolve_variants,
     select_variants,
     shadowing_variants,
 )
-from simsched.results.metrics import metrics_rows
 from simsched.config.overrides import format_assignment
 from simsched.config.scenario import Scenario
+from simsched.errors import InputError
+from simsched.results.metrics import metrics_rows
 from simsched.results.simulate import simulate
+from simsched.studies.bisection import PlanResult, Probe, monotonicity_warnings, search
+from simsched.studies.grid import relabel
+from simsched.studies.knob import FLOAT_STEPS, Number, knob_values, parse_range, scenario_value
+from simsched.studies.slo import OPERATORS, SLO_PATTERN, Slo, check_targets, parse_slo
 
 __all__ = [
     "FLOAT_STEPS",

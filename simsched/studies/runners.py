@@ -13,11 +13,11 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
-from simsched.studies.grid import relabel
-from simsched.errors import InputError
 from simsched.config.loading import load_scenario
+from simsched.errors import InputError
 from simsched.results.metrics import metrics_rows
 from simsched.results.simulate import simulate
+from simsched.studies.grid import relabel
 
 Progress = Callable[[int, int], None]
 Outcome = tuple[list[dict[str, Any]], str | None]  # a point's metrics rows, or its error

@@ -10,9 +10,9 @@ import operator
 import re
 from dataclasses import dataclass
 
+from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.results.metrics import ALL, METRIC_COLUMNS
-from simsched.config.scenario import Scenario
 
 OPERATORS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
 SLO_PATTERN = re.compile(

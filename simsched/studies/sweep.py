@@ -23,6 +23,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from simsched.config.loading import load_scenario, shadowing_variants
+from simsched.errors import InputError
+from simsched.outputs.progress import ProgressLine
+from simsched.outputs.sweep_table import (
+    FIXED_COLUMNS,
+    TABLE_SUFFIXES,
+    build_frame,
+    check_table_path,
+    read_table,
+    write_table,
+)
 from simsched.studies.grid import (
     Axis,
     Point,
@@ -43,17 +54,6 @@ from simsched.studies.runners import (
     run_local,
     run_task,
 )
-from simsched.outputs.sweep_table import (
-    FIXED_COLUMNS,
-    TABLE_SUFFIXES,
-    build_frame,
-    check_table_path,
-    read_table,
-    write_table,
-)
-from simsched.errors import InputError
-from simsched.config.loading import load_scenario, shadowing_variants
-from simsched.outputs.progress import ProgressLine
 
 __all__ = [
     "DASK_CONNECT_TIMEOUT_S",

@@ -7,6 +7,7 @@ from collections import Counter
 
 import numpy as np
 
+from simsched.config.trace_specs import tenant_trace_table
 from simsched.errors import InputError
 from simsched.workload.generators import generate_tenant
 from simsched.workload.prefix_sources import with_prefixes
@@ -14,7 +15,6 @@ from simsched.workload.prefixes import ChainIds
 from simsched.workload.session_plans import is_reactive
 from simsched.workload.table import RequestTable, merge_sorted
 from simsched.workload.trace_csv import read_trace_csv
-from simsched.config.trace_specs import tenant_trace_table
 
 
 def build_workload(scenario) -> RequestTable:

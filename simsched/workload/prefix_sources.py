@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from simsched.config.yaml_io import read_text
 from simsched.errors import InputError, display_path
 from simsched.workload.formats.checks import fail
 from simsched.workload.formats.window import TraceColumns, window
 from simsched.workload.prefixes import ChainIds, Prefix, prepend
 from simsched.workload.table import RequestTable
-from simsched.config.yaml_io import read_text
 
 MOONCAKE_BLOCK = 512  # tokens per hash id in the Mooncake FAST'25 traces
 

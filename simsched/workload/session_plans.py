@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simsched.sim.requests import CLASS_INDEX
 from simsched.config.arrival_specs import REACTIVE_KINDS
+from simsched.sim.requests import CLASS_INDEX
 from simsched.workload.arrivals import arrival_times
 from simsched.workload.lengths import DECODE, draw_lengths, draw_token_lengths
 

@@ -19,7 +19,9 @@ from simsched.cli.app import app
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = str(REPO / "scenarios" / "noisy_neighbor.yaml")
-REFERENCE = Path(__file__).resolve().parents[2] / "tests" / "data" / "noisy_neighbor_comparison.json"
+REFERENCE = (
+    Path(__file__).resolve().parents[2] / "tests" / "data" / "noisy_neighbor_comparison.json"
+)
 VARIANTS = ("request_count_no_admission", "service_token_drr_with_admission")
 TENANTS = ("tenant_chat_pro", "tenant_ide_assist", "tenant_batch_rag")
 REQUEST_COLUMNS = (

@@ -12,8 +12,8 @@ import typer
 from typer.testing import CliRunner
 
 from simsched.cli.studies import register
-from simsched.errors import InputError
 from simsched.config.loading import load_scenario
+from simsched.errors import InputError
 from simsched.outputs.files import write_result
 from simsched.outputs.report import cumulative_shares, report, write_report
 from simsched.results.frames import SimulationResult

@@ -12,8 +12,8 @@ import yaml
 
 import simsched.outputs.files
 from simsched.cli.app import main
-from simsched.errors import InputError
 from simsched.config.loading import load_scenario
+from simsched.errors import InputError
 from simsched.outputs.files import write_result
 from simsched.results.simulate import simulate
 

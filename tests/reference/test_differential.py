@@ -29,7 +29,9 @@ from simsched.config.scenario import Scenario
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
 REFERENCE = SHARED / "reference" / "seed_scheduler.py"
-STORED_COMPARISON = Path(__file__).resolve().parents[2] / "tests" / "data" / "noisy_neighbor_comparison.json"
+STORED_COMPARISON = (
+    Path(__file__).resolve().parents[2] / "tests" / "data" / "noisy_neighbor_comparison.json"
+)
 
 pytestmark = pytest.mark.skipif(
     not REFERENCE.is_file(), reason="the reference scheduler (shared folder) is not present"

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsched.errors import InputError
 from simsched.config.loading import validate
+from simsched.errors import InputError
 from simsched.results.simulate import simulate
 
 

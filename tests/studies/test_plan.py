@@ -16,11 +16,18 @@ import typer
 from typer.testing import CliRunner
 
 from simsched.cli.studies import register
-from simsched.errors import InputError
 from simsched.config.loading import load_scenario
+from simsched.errors import InputError
 from simsched.results.metrics import metrics_rows
-from simsched.studies.plan import PlanResult, Probe, knob_values, monotonicity_warnings, parse_slo, plan
 from simsched.results.simulate import simulate
+from simsched.studies.plan import (
+    PlanResult,
+    Probe,
+    knob_values,
+    monotonicity_warnings,
+    parse_slo,
+    plan,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from simsched.errors import InputError
 from simsched.config.overrides import overlapping
+from simsched.errors import InputError
 from simsched.studies.plan import plan
 from simsched.studies.sweep import sweep
 

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from simsched.cli.studies import register
 from simsched.errors import InputError
-from simsched.results.metrics import ALL, COUNT_METRICS
 from simsched.outputs.progress import ProgressLine, render
+from simsched.results.metrics import ALL, COUNT_METRICS
 from simsched.studies.sweep import parse_grid, read_table, split_values, sweep, write_table
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from validation.test_mg1 import EXPONENTIAL, MEAN_PREFILL, pk_check
 
 

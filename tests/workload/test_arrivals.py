@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
-from simsched.errors import InputError
 from simsched.config.loading import validate
-from simsched.workload.arrivals import arrival_times, weibull_shape
 from simsched.config.specs import ArrivalSpec
+from simsched.errors import InputError
+from simsched.workload.arrivals import arrival_times, weibull_shape
 
 SPEC = TypeAdapter(ArrivalSpec)
 

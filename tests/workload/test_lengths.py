@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
-from simsched.errors import InputError
 from simsched.config.loading import validate
-from simsched.workload.lengths import draw_lengths, draw_token_lengths, lognormal_params
 from simsched.config.specs import LengthSpec
+from simsched.errors import InputError
+from simsched.workload.lengths import draw_lengths, draw_token_lengths, lognormal_params
 
 SPEC = TypeAdapter(LengthSpec)
 N = 200_000

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simsched.errors import InputError
 from simsched.config.loading import load_scenario, validate
+from simsched.errors import InputError
 from simsched.workload.servegen import import_servegen, write_scenario_yaml
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import get_args
 
-from simsched.workload.formats import FORMATS
 from simsched.config.specs import TraceFormat
+from simsched.workload.formats import FORMATS
 
 
 def test_trace_format_literal_names_every_registered_reader() -> None:

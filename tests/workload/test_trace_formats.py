@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from simsched.config.trace_specs import TenantTrace, tenant_trace_table
 from simsched.errors import InputError
 from simsched.workload.formats import read_length_pairs, read_trace
-from simsched.config.trace_specs import TenantTrace, tenant_trace_table
 
 REPO = Path(__file__).resolve().parents[2]
 TRACES = REPO.parent / "shared" / "data" / "traces"

@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from simsched.errors import InputError
+from simsched.outputs.atomic import output_folder, publish_folder, staging_folder
 from simsched.outputs.report.cache_plots import has_hit_rates, prefix_hit_rates
-from simsched.outputs.report.page import INDEX, PAGE, Figure, Plot, write_index
 from simsched.outputs.report.data import ScenarioData, read_results_folder, result_data
+from simsched.outputs.report.page import INDEX, PAGE, Figure, Plot, write_index
 from simsched.outputs.report.scenario_plots import (
     SHARE_WINDOWS,
     cumulative_shares,
@@ -32,10 +34,8 @@ from simsched.outputs.report.scenario_plots import (
 )
 from simsched.outputs.report.sweep_plots import UNITS, metric_plot, sweep_parameters, varies
 from simsched.outputs.sweep_table import read_table
-from simsched.outputs.atomic import output_folder, publish_folder, staging_folder
-from simsched.errors import InputError
-from simsched.results.metrics import METRIC_COLUMNS
 from simsched.results.frames import SimulationResult
+from simsched.results.metrics import METRIC_COLUMNS
 
 __all__ = [
     "INDEX",

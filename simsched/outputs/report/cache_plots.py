@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from simsched.outputs.report.page import Plot, figure, save
 from simsched.outputs.report.data import ScenarioData
+from simsched.outputs.report.page import Plot, figure, save
 
 
 def has_hit_rates(data: ScenarioData) -> bool:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from simsched.errors import InputError
 from simsched.config.loading import resolve_variants
+from simsched.errors import InputError
 from simsched.outputs.files import REQUESTS_FILE, SUMMARY_FILE, TENANTS_FILE, TIMELINE_FILE
 from simsched.results.frames import SimulationResult
 from simsched.results.tenants import ALL

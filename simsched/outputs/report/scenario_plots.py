@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simsched.outputs.report.page import Plot, decorate, figure, save, variant_panels
 from simsched.outputs.report.data import ScenarioData
+from simsched.outputs.report.page import Plot, decorate, figure, save, variant_panels
 from simsched.sim.recorder import SHED_REASONS, STATUS_OK
 
 SHARE_WINDOWS = 100  # time windows of the service-share plot

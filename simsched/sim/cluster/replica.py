@@ -29,11 +29,17 @@ import simpy
 
 from simsched.sim.cluster.fast_forward import Jump, plan_jump
 from simsched.sim.cluster.latency import Latency
-from simsched.sim.cluster.prefix_cache import make_pool, peek_seq, register_done, release_seq, take_seq
+from simsched.sim.cluster.prefix_cache import (
+    make_pool,
+    peek_seq,
+    register_done,
+    release_seq,
+    take_seq,
+)
 from simsched.sim.cluster.sequences import DecodeSet, Seq, ceil_div
+from simsched.sim.kernel import RELEASE, SCHEDULER, At, AtInstant
 from simsched.sim.recorder import Recorder
 from simsched.sim.requests import Request
-from simsched.sim.kernel import RELEASE, SCHEDULER, At, AtInstant
 
 
 class NoObserver:

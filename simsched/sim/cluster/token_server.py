@@ -18,9 +18,9 @@ from __future__ import annotations
 import simpy
 
 from simsched.sim.cluster.kv import KvPool
+from simsched.sim.kernel import RELEASE, At
 from simsched.sim.recorder import Recorder
 from simsched.sim.requests import Request
-from simsched.sim.kernel import RELEASE, At
 
 
 class TokenServer:

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from simsched.config.loading import validate
+from simsched.config.scenario import Scenario
+from simsched.results.simulate import simulate
 from simsched.sim.cluster import SERVICE_MODELS, ContinuousBatching
 from simsched.sim.cluster.latency import build_latency, peak_tokens_per_ms
 from simsched.sim.engine import run_variant
-from simsched.config.loading import validate
 from simsched.sim.recorder import STATUS_OK, Recorder
-from simsched.config.scenario import Scenario
-from simsched.results.simulate import simulate
 from simsched.workload import build_workload
 
 LINEAR = {

@@ -9,11 +9,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from simsched.sim.cluster.replica import Replica
-from simsched.outputs.describe import describe_scenario
-from simsched.errors import InputError
 from simsched.config.loading import load_scenario, resolve_variants, validate
+from simsched.errors import InputError
+from simsched.outputs.describe import describe_scenario
 from simsched.results.simulate import simulate
+from simsched.sim.cluster.replica import Replica
 
 REPO = Path(__file__).resolve().parents[3]
 TENANT = {

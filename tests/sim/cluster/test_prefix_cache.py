@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from simsched.config.loading import validate
+from simsched.errors import InputError
+from simsched.results.simulate import simulate
 from simsched.sim.cluster import SERVICE_MODELS, ContinuousBatching
 from simsched.sim.engine import run_variant
-from simsched.errors import InputError
-from simsched.config.loading import validate
-from simsched.results.simulate import simulate
 from simsched.workload import build_workload
 
 TRACES = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "traces"

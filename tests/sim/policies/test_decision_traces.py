@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from simsched.config.scenario import Scheduler
 from simsched.sim.policies import POLICIES, Pick, Policy, PolicyContext
 from simsched.sim.requests import BATCH, INTERACTIVE
-from simsched.config.scenario import Scheduler
 
 # --------------------------------------------------------------------------------------------
 # (a) policies alone, over a fake view

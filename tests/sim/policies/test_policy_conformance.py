@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsched import load_scenario, simulate
+from simsched.config.scenario import Scheduler
 from simsched.sim.lanes import Lanes
 from simsched.sim.policies import POLICIES, Policy, PolicyContext
 from simsched.sim.requests import BATCH, INTERACTIVE, Request
-from simsched.config.scenario import Scheduler
 from simsched.workload import build_workload
 
 SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "noisy_neighbor.yaml"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from simsched.config.scenario import Scheduler
 from simsched.sim.lanes import Lanes
 from simsched.sim.policies import POLICIES, Pick, Policy, PolicyContext
 from simsched.sim.requests import BATCH, INTERACTIVE, Request
-from simsched.config.scenario import Scheduler
 
 
 class Queues:

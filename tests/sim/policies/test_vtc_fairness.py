@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simsched.config.scenario import Scheduler
 from simsched.sim.lanes import Lanes
 from simsched.sim.policies import POLICIES, PolicyContext
 from simsched.sim.requests import BATCH, INTERACTIVE, Request
-from simsched.config.scenario import Scheduler
 
 PICKS = 150
 
