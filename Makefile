@@ -42,14 +42,16 @@ bench: $(STAMP)
 validate: $(DEV_STAMP)
 	$(BIN)/python -m pytest -m validation tests/validation
 
-# Link the public trace files that scenarios/azure_replay.yaml reads, where a shared copy exists.
+# Link the public trace files that scenarios/azure_replay.yaml and prefix_routing.yaml read,
+# where a shared copy exists.
 SHARED_TRACES ?= ../shared/data/traces
 traces:
 	mkdir -p scenarios/data
 	@if [ -d "$(SHARED_TRACES)" ]; then \
-		for f in azure_llm_2023_conv.csv azure_llm_2023_code.csv; do \
+		for f in azure_llm_2023_conv.csv azure_llm_2023_code.csv \
+			mooncake_fast25_conversation.jsonl; do \
 			ln -sf "$$(cd $(SHARED_TRACES) && pwd)/$$f" scenarios/data/$$f; done; \
-		echo "linked the Azure traces into scenarios/data/"; \
+		echo "linked the Azure and Mooncake traces into scenarios/data/"; \
 	else echo "no $(SHARED_TRACES): download the traces as scenarios/README.md says"; fi
 
 clean:

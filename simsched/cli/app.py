@@ -119,7 +119,8 @@ def workload(
     from simsched.config.loading import load_scenario
     from simsched.outputs.workload_files import write_trace_csv
     from simsched.outputs.workload_stats import workload_stats
-    from simsched.workload.build import build_workload
+    from simsched.workload.build import build_workload, prefix_rng, tenant_rng
+    from simsched.workload.session_plans import reactive_summary
 
     loaded = load_scenario(file, set_)
     if out is not None and not out.resolve().parent.is_dir():  # fail before the long part
@@ -127,6 +128,8 @@ def workload(
     table = build_workload(loaded)
     tenant_ids = loaded.tenant_ids()
     typer.echo(workload_stats(table, tenant_ids).to_string(index=False, float_format="%.3f"))
+    for tenant_id, plan in reactive_summary(loaded, tenant_rng, prefix_rng).items():
+        typer.echo(f"{tenant_id}: not made in advance ({plan}); not counted above")
     if out is not None:
         write_trace_csv(table, tenant_ids, out)
         typer.echo(f"wrote {len(table):,} requests to {out}")

@@ -127,7 +127,8 @@ def _check_point(index: int, point: list[float], previous_t: float | None) -> No
         raise ValueError(f"point {index}: cv must be greater than 0 and at most {MAX_CV:g}")
 
 
-ARRIVAL_KINDS: dict[str, type[Spec]] = {
+# Open kinds: instants known in advance, generated as whole arrays (arrivals.py).
+OPEN_KINDS: dict[str, type[Spec]] = {
     "periodic": PeriodicArrivals,
     "poisson": PoissonArrivals,
     "gamma": GammaArrivals,
@@ -137,18 +138,41 @@ ARRIVAL_KINDS: dict[str, type[Spec]] = {
 }
 
 
-def _arrival_tag(value: Any) -> str:
-    name = member_name(value, "kind")
-    return f"kind={name}" if known(name, ARRIVAL_KINDS) else "kind=?"
+def _tagger(kinds: dict[str, type[Spec]]):
+    def tag(value: Any) -> str:
+        name = member_name(value, "kind")
+        return f"kind={name}" if known(name, kinds) else "kind=?"
+
+    return tag
 
 
-ArrivalSpec = Annotated[
+_OPEN = (
     Annotated[PeriodicArrivals, Tag("kind=periodic")]
     | Annotated[PoissonArrivals, Tag("kind=poisson")]
     | Annotated[GammaArrivals, Tag("kind=gamma")]
     | Annotated[WeibullArrivals, Tag("kind=weibull")]
     | Annotated[OnOffArrivals, Tag("kind=onoff")]
     | Annotated[RateScheduleArrivals, Tag("kind=rate_schedule")]
+)
+OpenArrivalSpec = Annotated[
+    _OPEN
+    | Annotated[Any, BeforeValidator(rejecter("kind", OPEN_KINDS, "a mapping")), Tag("kind=?")],
+    Discriminator(_tagger(OPEN_KINDS)),
+]
+
+# Kinds whose instants depend on the simulation (session_specs.py nests an open kind in one).
+from simsched.config.session_specs import ClosedLoopArrivals, SessionArrivals  # noqa: E402
+
+REACTIVE_KINDS = ("sessions", "closed_loop")
+ARRIVAL_KINDS: dict[str, type[Spec]] = OPEN_KINDS | {
+    "sessions": SessionArrivals,
+    "closed_loop": ClosedLoopArrivals,
+}
+
+ArrivalSpec = Annotated[
+    _OPEN
+    | Annotated[SessionArrivals, Tag("kind=sessions")]
+    | Annotated[ClosedLoopArrivals, Tag("kind=closed_loop")]
     | Annotated[Any, BeforeValidator(rejecter("kind", ARRIVAL_KINDS, "a mapping")), Tag("kind=?")],
-    Discriminator(_arrival_tag),
+    Discriminator(_tagger(ARRIVAL_KINDS)),
 ]

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from simsched.config import presets
 from simsched.config.hardware import (
@@ -17,6 +25,7 @@ from simsched.config.hardware import (
     ModelSpec,
     RooflineLatencyConfig,
 )
+from simsched.config.router import CACHE_SCORERS, RouterSetting
 
 
 def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
@@ -61,8 +70,9 @@ class ContinuousBatchingConfig(BaseModel):
     latency_model: LatencyConfig = Field(
         default_factory=lambda: RooflineLatencyConfig(kind="roofline")
     )
-    router: Literal["round_robin", "least_outstanding", "least_kv"] = "least_kv"
+    router: RouterSetting = "least_kv"
     fast_forward: bool = True
+    prefix_caching: bool = False  # vLLM's automatic prefix caching (cluster/prefix_cache.py)
 
     @field_validator("tp")
     @classmethod
@@ -121,6 +131,17 @@ class ContinuousBatchingConfig(BaseModel):
         if budget is not None and seqs > budget:
             raise ValueError(f"must not exceed max_num_batched_tokens ({budget})")
         return seqs
+
+    @model_validator(mode="after")
+    def _cache_scorers_need_caches(self) -> ContinuousBatchingConfig:
+        scorers = getattr(self.router, "scorers", [])
+        wanted = [s.name for s in scorers if s.name in CACHE_SCORERS]
+        if wanted and not self.prefix_caching:
+            raise ValueError(
+                f"router: scorer {wanted[0]!r} reads the replicas' prefix caches; "
+                "set prefix_caching: true (or use prefix_cache_approx)"
+            )
+        return self
 
     # --- derived figures ---------------------------------------------------------------------
     @property

@@ -38,6 +38,14 @@ def _at_least_a_millionth(weight: float) -> float:
     return weight
 
 
+class SystemPrompt(Model):
+    """A system prompt of `tokens` tokens in front of each request; one of `groups` distinct ones,
+    drawn per request (workload/prefix_sources.py)."""
+
+    tokens: Annotated[int, Field(gt=0, le=2**24)]
+    groups: Annotated[int, Field(gt=0, le=1_000_000)] = 1
+
+
 class Tenant(Model):
     id: Annotated[str, Field(min_length=1, pattern=r"\S")]
     # Bounded so that weight-normalised service stays a finite float.
@@ -50,6 +58,7 @@ class Tenant(Model):
     trace: TenantTrace | None = None  # replay a trace: every row is this tenant's
     prefill_tokens: LengthSpec | None = None
     decode_tokens: LengthSpec | None = None
+    prefix: SystemPrompt | None = None  # a shared system prompt, for prefix caching
 
     @model_validator(mode="after")
     def _generated_requests_need_sizes(self) -> Tenant:

@@ -8,7 +8,8 @@ from simsched.config.loading import resolve_variants
 from simsched.config.scenario import Scenario
 from simsched.results.simulate import variant_workload
 from simsched.sim.cluster.registry import sustained_tokens_per_ms
-from simsched.workload.build import build_workload
+from simsched.workload.build import build_workload, prefix_rng, tenant_rng
+from simsched.workload.session_plans import reactive_summary
 
 
 def describe_scenario(scenario: Scenario) -> str:
@@ -18,12 +19,21 @@ def describe_scenario(scenario: Scenario) -> str:
         variant_workload(name, resolved, cache, scenario)
     counts = np.bincount(table.tenant, minlength=len(scenario.tenants))
     span_s = (table.arrival_ms.max() - table.arrival_ms.min()) / 1000 if len(table) else 0.0
+    reactive = reactive_summary(scenario, tenant_rng, prefix_rng)
+    made = " made in advance" if reactive else ""
+    tenants = len(scenario.tenants)
     lines = [
         f"{scenario.name}: valid",
-        f"  {len(table):,} requests from {len(scenario.tenants)} tenants over {span_s:,.3f} s",
+        f"  {len(table):,} requests{made} from {tenants} tenants over {span_s:,.3f} s",
     ]
     for tenant, count in zip(scenario.tenants, counts, strict=True):
         source = _source(tenant, scenario)
+        if tenant.id in reactive:
+            lines.append(
+                f"  - {tenant.id}: {tenant.priority}, weight {tenant.weight:g}, "
+                f"{reactive[tenant.id]}"
+            )
+            continue
         lines.append(
             f"  - {tenant.id}: {tenant.priority}, weight {tenant.weight:g}, "
             f"{count:,} requests ({source})"

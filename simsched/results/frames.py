@@ -54,6 +54,7 @@ class SimulationResult:
     timeline: pd.DataFrame = field(default_factory=pd.DataFrame)
     fairness: dict[str, dict[str, float]] = field(default_factory=dict)
     capacity: dict[str, dict[str, float]] = field(default_factory=dict)
+    prefix_cache: dict[str, dict[str, Any]] = field(default_factory=dict)  # variants caching
 
     def __repr__(self) -> str:  # a notebook shows this: one line per variant, not the frames
         lines = [f"SimulationResult {self.scenario.name!r}, {len(self.variants)} variant(s):"]
@@ -72,13 +73,16 @@ class SimulationResult:
         return "\n".join(lines)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "scenario": self.scenario.name,
             "comparison": self.summaries,
             "slo": self.slo,
             "fairness": self.fairness,
             "capacity": self.capacity,
         }
+        if self.prefix_cache:
+            out["prefix_cache"] = self.prefix_cache
+        return out
 
 
 def variant_frame(
@@ -113,6 +117,7 @@ def variant_frame(
             "finish_ms": column(recorder.finish_ms),
             "preemptions": column(recorder.preemptions, np.int64),
             "replica": column(recorder.replica, np.int64),
+            "cached_tokens": column(recorder.cached_tokens, np.int64),
             "_seq": seq,
         }
     )

@@ -13,9 +13,11 @@ from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.results.fairness import fairness_summary
 from simsched.results.frames import REQUEST_COLUMNS, SimulationResult, variant_frame
+from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
 from simsched.results.summaries import capacity_summary, slo_verdict, summarize
 from simsched.results.tenants import tenant_metric_rows
 from simsched.sim.engine import request_costs, run_variant
+from simsched.sim.reactive import has_reactive, session_columns
 from simsched.sim.timeline import TIMELINE_COLUMNS
 from simsched.workload.build import build_workload
 from simsched.workload.table import RequestTable
@@ -40,21 +42,34 @@ def simulate(
     chosen = select_variants(resolve_variants(scenario), variants, scenario.name)
     workloads = {} if workloads is None else workloads
     frames, tenants, timelines = [], [], []
-    summaries, slo, fairness, capacity = {}, {}, {}, {}
+    summaries, slo, fairness, capacity, prefix_cache = {}, {}, {}, {}, {}
+    caching = any(caching_on(resolved) for _, resolved in chosen)
     for name, resolved in chosen:
         table = variant_workload(name, resolved, workloads, scenario)
         tick = (lambda done, total, name=name: progress(name, done, total)) if progress else None
         run = run_variant(resolved, table, tick)
+        if run.table is not None:  # sessions: what was sent is known only now
+            table = run.table
         frame = variant_frame(name, resolved, table, request_costs(resolved, table), run.recorder)
+        if run.sessions is not None:
+            frame = frame.assign(
+                **session_columns(*(column[frame["_seq"]] for column in run.sessions))
+            )
         timelines.append(run.timeline.assign(variant=name))
         summaries[name] = summarize(frame)
         rows = tenant_metric_rows(name, resolved, frame, include_all=True)
+        if caching:  # columns only where some variant caches: other outputs stay as they were
+            add_tenant_hit_rates(frame, rows)
+        if caching_on(resolved):
+            prefix_cache[name] = replica_summary(frame, resolved.cluster.replicas)
         capacity[name] = capacity_summary(run.timeline, rows[-1])
         slo[name] = slo_verdict(resolved, frame, summaries[name], rows)
         fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
         frames.append(frame.sort_values("_seq", kind="stable"))
         tenants.extend(rows)
-    requests = pd.concat(frames, ignore_index=True)[REQUEST_COLUMNS]
+    extra = ["cached_tokens"] if caching else []
+    extra += ["session", "turn"] if any(has_reactive(r) for _, r in chosen) else []
+    requests = pd.concat(frames, ignore_index=True)[REQUEST_COLUMNS + extra]
     return SimulationResult(
         scenario=scenario,
         variants=[name for name, _ in chosen],
@@ -64,8 +79,19 @@ def simulate(
         slo=slo,
         fairness=fairness,
         capacity=capacity,
-        timeline=pd.concat(timelines, ignore_index=True)[["variant", *TIMELINE_COLUMNS]],
+        prefix_cache=prefix_cache,
+        timeline=_timeline(timelines, caching),
     )
+
+
+def _timeline(timelines: list[pd.DataFrame], caching: bool) -> pd.DataFrame:
+    """Every variant's samples; `cached_blocks` (free blocks holding cached prefixes) where some
+    variant caches (empty for those that do not)."""
+    columns = ["variant", *TIMELINE_COLUMNS] + (["cached_blocks"] if caching else [])
+    frame = pd.concat(timelines, ignore_index=True)
+    if caching and "cached_blocks" not in frame:
+        frame["cached_blocks"] = pd.Series(dtype="Int64")
+    return frame[columns]
 
 
 def variant_workload(

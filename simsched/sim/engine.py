@@ -22,6 +22,13 @@ from simsched.sim.lanes import Lanes
 from simsched.sim.policies import POLICIES
 from simsched.sim.policies.base import PolicyContext
 from simsched.sim.quotas import TokenBuckets
+from simsched.sim.reactive import (
+    GrowingRecorder,
+    ReactiveTickGateway,
+    cost_of,
+    has_reactive,
+    reactive_feed,
+)
 from simsched.sim.recorder import Recorder
 from simsched.sim.timeline import TIMELINE_COLUMNS, TimelineSampler, auto_interval_ms
 from simsched.workload.table import RequestTable
@@ -54,6 +61,8 @@ def policy_context(scenario: Scenario) -> PolicyContext:
 class VariantRun:
     recorder: Recorder  # one outcome per request
     timeline: pd.DataFrame  # sampled cluster and lane state (empty when disabled)
+    table: RequestTable | None = None  # what was sent, when sessions made it up as they ran
+    sessions: tuple[np.ndarray, np.ndarray] | None = None  # each request's session and turn
 
 
 def run_variant(
@@ -63,8 +72,12 @@ def run_variant(
     env = SimEnvironment()
     tenants = scenario.tenants
     lanes = Lanes(len(tenants))
-    recorder = Recorder(len(table), scenario.admission.shed_status_codes)
-    cluster = SERVICE_MODELS[scenario.cluster.service_model](env, scenario.cluster, recorder)
+    reactive = has_reactive(scenario)  # sessions or closed-loop clients (reactive.py)
+    codes = scenario.admission.shed_status_codes
+    recorder = GrowingRecorder(codes, env) if reactive else Recorder(len(table), codes)
+    model = SERVICE_MODELS[scenario.cluster.service_model]
+    seeded = {"seed": scenario.seed} if getattr(model, "uses_seed", False) else {}
+    cluster = model(env, scenario.cluster, recorder, **seeded)
     policy = POLICIES[scenario.scheduler.policy](policy_context(scenario))
     buckets = TokenBuckets([t.quota for t in tenants])
     gate = KvGate(scenario.admission, cluster, lanes, policy.class_blind)
@@ -76,22 +89,33 @@ def run_variant(
     )
     feed = Feed(table, *request_costs(scenario, table), progress=progress)
     timing = ArrivalGateway if scenario.admission.evaluate_at == "arrival" else TickGateway
+    if reactive:
+        feed = reactive_feed(env, scenario, feed, recorder, cost_of(scenario))
+        timing = ReactiveTickGateway if timing is TickGateway else timing
     gateway = timing(env, feed, rules, lanes, buckets, recorder)
     stages = Stages(env, policy, lanes, gateway, gate, cluster, buckets, recorder)
     env.process(scheduler_process(stages))
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
     env.run()
+    if hasattr(cluster, "close"):
+        cluster.close()
+    sessions = None
+    if reactive:
+        table, session, turn = feed.table(table)
+        sessions = (session, turn)
+        recorder.trimmed(len(table))
     _check_one_outcome_each(recorder, len(table))
     timeline = sampler.frame() if sampler else pd.DataFrame(columns=TIMELINE_COLUMNS)
-    return VariantRun(recorder, timeline)
+    return VariantRun(recorder, timeline, table if reactive else None, sessions)
 
 
 def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> TimelineSampler | None:
-    if not scenario.timeline.enabled or not len(table):
+    span = feed.span() if hasattr(feed, "span") else None  # sessions: known only in part
+    if span is None and len(table):
+        span = float(table.arrival_ms[0]), float(table.arrival_ms[-1])
+    if not scenario.timeline.enabled or span is None:
         return None
-    interval = scenario.timeline.interval_ms or auto_interval_ms(
-        float(table.arrival_ms[0]), float(table.arrival_ms[-1])
-    )
+    interval = scenario.timeline.interval_ms or auto_interval_ms(*span)
     sampler = TimelineSampler(env, cluster, lanes, feed, interval)
     env.process(sampler.process())
     return sampler

@@ -40,7 +40,13 @@ class Feed:
             service_tokens,
             kv_blocks,
         )
+        if table.prefix is not None:
+            columns += (table.prefix,)
         self._requests = _requests(columns, len(table), progress or _silent)
+        # first and last arrival (the session feed's timeline interval reads them)
+        self.table_span = (
+            (float(table.arrival_ms[0]), float(table.arrival_ms[-1])) if len(table) else None
+        )
         self._next: Request | None = next(self._requests, None)
 
     @property

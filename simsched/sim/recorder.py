@@ -41,6 +41,7 @@ class Recorder:
         self.finish_ms = _floats(size)
         self.preemptions = array("q", [0]) * size
         self.replica = array("q", [-1]) * size
+        self.cached_tokens = array("q", [0]) * size  # prompt tokens served from a prefix cache
 
     def admitted(
         self, seq: int, now: float, wait_ms: float, occupancy: float, ttft_ms: float = NAN
@@ -82,6 +83,9 @@ class Recorder:
 
     def placed(self, request: Request, replica: int) -> None:
         self.replica[request.seq] = replica
+
+    def cached(self, request: Request, tokens: int) -> None:
+        self.cached_tokens[request.seq] = tokens
 
     def preempted(self, request: Request) -> None:
         self.preemptions[request.seq] += 1

@@ -17,6 +17,7 @@ class Request:
         "decode_tokens",
         "service_tokens",
         "kv_blocks",
+        "prefix",
     )
 
     def __init__(
@@ -29,6 +30,7 @@ class Request:
         decode_tokens: int,
         service_tokens: int,
         kv_blocks: int,
+        prefix: object = None,
     ) -> None:
         self.seq = seq
         self.tenant = tenant
@@ -38,6 +40,7 @@ class Request:
         self.decode_tokens = decode_tokens
         self.service_tokens = service_tokens
         self.kv_blocks = kv_blocks
+        self.prefix = prefix  # a workload.prefixes.Prefix when the prompt has a known prefix
 
     def __repr__(self) -> str:
         return (

@@ -46,6 +46,8 @@ class TimelineSampler:
         self.feed = feed
         self.interval_ms = interval_ms
         self.rows: list[tuple] = []
+        # prefix caching: free blocks holding cached prefixes, per replica, as a last column
+        self.cached = cluster.cached_blocks if getattr(cluster, "prefix_caching", False) else None
 
     def process(self) -> Generator[simpy.Event, None, None]:
         # Nothing happens before the first arrival: a trace stamped in epoch milliseconds
@@ -67,6 +69,10 @@ class TimelineSampler:
         queued = (self.lanes.lane_size(INTERACTIVE), self.lanes.lane_size(BATCH))
         for replica, state in enumerate(self.cluster.snapshot()):
             self.rows.append((self.env.now, replica, *state, *queued))
+        if self.cached is not None:
+            rows = self.rows
+            for offset, cached in enumerate(reversed(self.cached())):
+                rows[-1 - offset] += (cached,)
 
     def _finished(self) -> bool:
         return (
@@ -76,4 +82,5 @@ class TimelineSampler:
         )
 
     def frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows, columns=TIMELINE_COLUMNS)
+        extra = ["cached_blocks"] if self.cached is not None else []
+        return pd.DataFrame(self.rows, columns=TIMELINE_COLUMNS + extra)

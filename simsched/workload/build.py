@@ -9,19 +9,33 @@ import numpy as np
 
 from simsched.errors import InputError
 from simsched.workload.generators import generate_tenant
+from simsched.workload.prefix_sources import with_prefixes
+from simsched.workload.prefixes import ChainIds
+from simsched.workload.session_plans import is_reactive
 from simsched.workload.table import RequestTable, merge_sorted
 from simsched.workload.trace_csv import read_trace_csv
 from simsched.workload.traces import tenant_trace_table
 
 
 def build_workload(scenario) -> RequestTable:
+    interner = ChainIds()  # one per workload: equal chain ids mean equal prompt prefixes
     tables = [
-        generate_tenant(tenant, index, tenant_rng(scenario.seed, tenant.id))
+        with_prefixes(
+            generate_tenant(tenant, index, tenant_rng(scenario.seed, tenant.id)),
+            tenant,
+            interner,
+            prefix_rng(scenario.seed, tenant.id),
+        )
         for index, tenant in enumerate(scenario.tenants)
-        if tenant.arrivals is not None
+        if tenant.arrivals is not None and not is_reactive(tenant)  # sessions: sent as they go
     ]
     tables += [
-        tenant_trace_table(tenant.trace, tenant, index)
+        with_prefixes(
+            tenant_trace_table(tenant.trace, tenant, index),
+            tenant,
+            interner,
+            prefix_rng(scenario.seed, tenant.id),
+        )
         for index, tenant in enumerate(scenario.tenants)
         if tenant.trace is not None
     ]
@@ -40,6 +54,12 @@ def tenant_rng(seed: int, tenant_id: str) -> np.random.Generator:
     """
     key = int.from_bytes(hashlib.sha256(tenant_id.encode()).digest()[:8], "little")
     return np.random.default_rng(np.random.SeedSequence([seed, key]))
+
+
+def prefix_rng(seed: int, tenant_id: str) -> np.random.Generator:
+    """The tenant's stream for prefix choices: a third child of its generator, so drawing it
+    moves nothing that the arrivals and lengths (the first two children) draw."""
+    return tenant_rng(seed, tenant_id).spawn(3)[2]
 
 
 def _reject_duplicate_ids(table: RequestTable, scenario) -> None:

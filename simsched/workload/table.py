@@ -21,12 +21,13 @@ class RequestTable:
     arrival_ms: np.ndarray  # float
     prefill_tokens: np.ndarray  # int
     decode_tokens: np.ndarray  # int
+    prefix: np.ndarray | None = None  # object: a `Prefix` or None per request (prefixes.py)
 
     def __len__(self) -> int:
         return len(self.arrival_ms)
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame(
+        frame = pd.DataFrame(
             {
                 "request_id": self.request_id,
                 "tenant": self.tenant,
@@ -36,6 +37,9 @@ class RequestTable:
                 "decode_tokens": self.decode_tokens,
             }
         )
+        if self.prefix is not None:
+            frame["prefix"] = self.prefix
+        return frame
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame) -> RequestTable:
@@ -46,12 +50,17 @@ class RequestTable:
             arrival_ms=frame["arrival_ms"].to_numpy(dtype=np.float64),
             prefill_tokens=frame["prefill_tokens"].to_numpy(dtype=np.int64),
             decode_tokens=frame["decode_tokens"].to_numpy(dtype=np.int64),
+            prefix=frame["prefix"].to_numpy(dtype=object) if "prefix" in frame else None,
         )
 
 
 def merge_sorted(tables: list[RequestTable]) -> RequestTable:
     """All requests in one table, ordered by (arrival_ms, request_id) as the reference orders."""
     frames = [t.to_frame() for t in tables if len(t)]
+    if any("prefix" in f for f in frames):  # requests without a prefix source get None
+        for f in frames:
+            if "prefix" not in f:
+                f["prefix"] = np.full(len(f), None, dtype=object)
     if not frames:
         return RequestTable.from_frame(_empty_frame())
     frame = pd.concat(frames, ignore_index=True)

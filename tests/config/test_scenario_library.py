@@ -11,11 +11,16 @@ from simsched.workload.build import build_workload
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((REPO / "scenarios").glob("*.yaml"))
-NEEDS_TRACES = {"azure_replay.yaml"}  # reads files users download into scenarios/data/
+# scenarios that read files users download into scenarios/data/
+NEEDS_TRACES = {
+    "azure_replay.yaml": ["azure_llm_2023_conv.csv", "azure_llm_2023_code.csv"],
+    "prefix_routing.yaml": ["mooncake_fast25_conversation.jsonl"],
+}
 
 
 def available(path: Path) -> bool:
-    return path.name not in NEEDS_TRACES or (REPO / "scenarios" / "data").is_dir()
+    data = REPO / "scenarios" / "data"
+    return all((data / name).is_file() for name in NEEDS_TRACES.get(path.name, []))
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
@@ -24,6 +29,17 @@ def test_scenario_validates_and_builds(path: Path) -> None:
         pytest.skip("trace files not in scenarios/data/ (see scenarios/README.md)")
     scenario = simsched.load_scenario(path)
     assert len(build_workload(scenario)) > 0
+
+
+def test_chat_sessions_run_and_caching_pays() -> None:
+    scenario = simsched.load_scenario(REPO / "scenarios" / "chat_sessions.yaml")
+    scenario = scenario.model_copy(update={"variants": scenario.variants})
+    result = simsched.simulate(scenario, variants=["no_cache", "cache_prefix_aware"])
+    rates = result.to_json_dict()["prefix_cache"]["cache_prefix_aware"]
+    assert rates["hit_rate"] > 0.5
+    p99 = {v: result.summaries[v]["interactive_p99_ttft_ms"] for v in result.variants}
+    assert p99["cache_prefix_aware"] < p99["no_cache"]
+    assert result.requests["session"].notna().any()
 
 
 @pytest.mark.parametrize("name", ["noisy_neighbor", "policy_comparison", "bursty_flood"])

@@ -20,6 +20,7 @@ import pandas as pd
 
 from simsched.errors import InputError
 from simsched.outputs.atomic import output_folder, publish_folder, staging_folder
+from simsched.outputs.report.cache_plots import has_hit_rates, prefix_hit_rates
 from simsched.outputs.report.data import ScenarioData, read_results_folder, result_data
 from simsched.outputs.report.page import write_index
 from simsched.outputs.report.scenario_plots import (
@@ -63,11 +64,13 @@ def scenario_report(data: ScenarioData, folder: Path) -> None:
         plots.append(tpot_cdf(data, folder))
     if data.timeline is not None and len(data.timeline):
         plots += [kv_occupancy(data, folder), queue_depth(data, folder)]
-    plots += [service_share(data, folder), shed_counts(data, folder)]
+    shed = shed_counts(data, folder)
+    plots += [service_share(data, folder)] + ([shed] if shed is not None else [])
+    if has_hit_rates(data):  # some variant caches prefixes
+        plots.append(prefix_hit_rates(data, folder))
     table = data.tenants.drop(columns=["priority"], errors="ignore")
     tables = [("Per tenant", table)]
-    if plots[-1] is None:  # no empty plot: a sentence says it
-        plots.pop()
+    if shed is None:  # no empty plot: a sentence says it
         tables.append(("No request was shed", pd.DataFrame()))
     write_index(folder, data.title, plots, tables)
 

@@ -21,15 +21,22 @@ import simpy
 
 from simsched.sim.cluster.latency import build_latency, sustained_tokens_per_ms
 from simsched.sim.cluster.replica import NoObserver, Replica
-from simsched.sim.cluster.router import ROUTERS
+from simsched.sim.cluster.router import build_router
 from simsched.sim.cluster.sequences import ceil_div
 from simsched.sim.recorder import Recorder
 from simsched.sim.requests import Request
 
 
 class ContinuousBatching:
+    uses_seed = True  # the engine passes the scenario seed (the router breaks ties with it)
+
     def __init__(
-        self, env: simpy.Environment, config: Any, recorder: Recorder, observer: Any = None
+        self,
+        env: simpy.Environment,
+        config: Any,
+        recorder: Recorder,
+        observer: Any = None,
+        seed: int = 0,
     ) -> None:
         self.env = env
         self.recorder = recorder
@@ -43,7 +50,8 @@ class ContinuousBatching:
         self.kv_blocks_total = self.blocks_per_replica * config.replicas
         self.tput = config.replicas * sustained_tokens_per_ms(latency, config)
         self.max_waiting = config.max_waiting_per_replica
-        self.router = ROUTERS[config.router](self.replicas, self.max_waiting)
+        self.prefix_caching = config.prefix_caching
+        self.router = build_router(config, self.replicas, seed)
         self._room: simpy.Event | None = None
 
     @staticmethod
@@ -75,7 +83,7 @@ class ContinuousBatching:
             room.succeed()
 
     def start(self, request: Request) -> None:
-        replica = self.router.pick()
+        replica = self.router.pick(request)
         self.recorder.placed(request, replica.index)
         replica.submit(request)
         return None  # the scheduler goes on at once; has_room says when to stop
@@ -90,6 +98,22 @@ class ContinuousBatching:
     def snapshot(self) -> list[tuple[int, int, int, int, int]]:
         """Per replica: (running, waiting, kv_blocks_used, kv_blocks_total, batch_tokens)."""
         return [replica.snapshot() for replica in self.replicas]
+
+    def cached_blocks(self) -> list[int]:
+        """Per replica: free blocks that hold cached prefixes (evictable), with prefix caching."""
+        return [r.pool.cached_free(r.blocks_in_use()) for r in self.replicas]
+
+    def close(self) -> None:
+        """Drop the prefix caches and routing indexes at the end of a run: they are the bulk of
+        its memory and sit in reference cycles, which Python frees only at a full collection."""
+        for replica in self.replicas:
+            cache = replica.cache
+            if cache is not None:
+                cache.refs.clear()
+                cache.free_cached.clear()
+        for scorer, _ in getattr(self.router, "scored", []):
+            for index in getattr(scorer, "index", []):
+                index.clear()
 
     def is_idle(self) -> bool:
         return not any(replica.busy for replica in self.replicas)

@@ -29,7 +29,13 @@ import simpy
 
 from simsched.sim.cluster.contract import LatencyModel
 from simsched.sim.cluster.fast_forward import Jump, plan_jump
-from simsched.sim.cluster.kv import KvPool
+from simsched.sim.cluster.prefix_cache import (
+    make_pool,
+    peek_seq,
+    register_done,
+    release_seq,
+    take_seq,
+)
 from simsched.sim.cluster.sequences import DecodeSet, Seq, ceil_div
 from simsched.sim.kernel import RELEASE, SCHEDULER, At, AtInstant
 from simsched.sim.recorder import Recorder
@@ -66,7 +72,8 @@ class Replica:
         self.on_room = lambda: None  # set by the cluster: a request left the waiting queue
         self.observer: Any = NoObserver()
         self.capacity = config.blocks_per_replica
-        self.pool = KvPool(self.capacity)
+        self.pool = make_pool(self.capacity, config)
+        self.cache = self.pool if config.prefix_caching else None  # a PrefixCachePool
         self.waiting: deque[Seq] = deque()
         self.running: dict[int, Seq] = {}  # by request seq, in the order they started running
         self.prefilling: list[Seq] = []  # running, prefill not complete, in running order
@@ -167,15 +174,22 @@ class Replica:
 
     def _admit_waiting(self, plan: list, need: int, budget: int, free: int) -> int:
         """Start waiting requests from the front while budget, seats and blocks allow."""
-        waiting = self.waiting
+        waiting, cache = self.waiting, self.cache
         left = False
         while waiting and budget > 0 and len(self.running) < self.max_seqs:
             seq = waiting[0]
-            chunk = min(seq.target, budget)
-            blocks = ceil_div(chunk, self.block_size)
-            if need + blocks > free:
+            # cached leading blocks (prefix caching) need no compute and no new block; those
+            # that are free now leave the free blocks
+            hits, revived = peek_seq(cache, seq) if cache is not None else (0, 0)
+            done = hits * self.block_size
+            chunk = min(seq.target - done, budget)
+            blocks = ceil_div(done + chunk, self.block_size) - hits
+            if need + revived + blocks > free:
                 break  # as vLLM: a request that does not fit now waits; nothing is preempted
             waiting.popleft()
+            if cache is not None:
+                take_seq(cache, seq, hits, self.recorder)
+                need += revived
             self.running[seq.request.seq] = seq
             self.prefilling.append(seq)
             plan.append((seq, chunk, blocks))
@@ -194,7 +208,7 @@ class Replica:
         else:
             blocks = seq.blocks
             self.prefilling.remove(seq)
-        self.pool.release(blocks)
+        self._release(seq, blocks, finished=False)
         seq.restart()
         self.waiting.appendleft(seq)
         self.recorder.preempted(seq.request)
@@ -217,6 +231,8 @@ class Replica:
         it, end = self.it, self._end
         for seq, chunk, _ in self.chunks:
             seq.done += chunk
+            if self.cache is not None:
+                register_done(self.cache, seq)
             if seq.done == seq.target:
                 self._prefilled(seq, it, end)
         self.chunks = []
@@ -240,9 +256,15 @@ class Replica:
             self._finish(seq, ceil_div(it + seq.off, self.block_size), end)
 
     def _finish(self, seq: Seq, blocks: int, end: float) -> None:
-        self.pool.release(blocks)
+        self._release(seq, blocks, finished=True)
         del self.running[seq.request.seq]
         self.recorder.finished(seq.request, end)
+
+    def _release(self, seq: Seq, blocks: int, finished: bool) -> None:
+        if self.cache is None:
+            self.pool.release(blocks)
+        else:
+            release_seq(self.cache, seq, blocks, finished)
 
     # --- fast-forward (planned in fast_forward.py) ----------------------------------------
     def _start_jump(self) -> bool:

@@ -1,14 +1,16 @@
 """Which replica a dispatched request goes to (`cluster.router`).
 
 A router only chooses among replicas with room (a waiting queue under `max_waiting_per_replica`);
-the scheduler dispatches only when one exists. Ties go to the lowest replica index, so runs are
-deterministic.
+the scheduler dispatches only when one exists. Ties are broken at random from the scenario's
+seed (scorers.TieBreak): deterministic, and a light load spreads over every replica instead of
+piling onto the lowest index.
 
 - `round_robin`: the next replica with room after the last one chosen.
 - `least_outstanding`: the fewest running plus waiting requests.
 - `least_kv`: the fewest KV blocks in use (llm-d's KV-utilisation scorer), then the fewest
   outstanding requests: blocks are only taken when a request starts running, so a burst placed
   at one instant would otherwise all go to the same replica.
+- `{scorers: [...]}`: weighted scorers (scorers.py), e.g. prefix-cache affinity against load.
 """
 
 from __future__ import annotations
@@ -16,32 +18,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from simsched.sim.cluster.scorers import SCORERS, PromptKeys, TieBreak, weighted_choice
+
 
 class Router:
-    def __init__(self, replicas: Sequence[Any], max_waiting: int) -> None:
+    def __init__(self, replicas: Sequence[Any], max_waiting: int, ties: TieBreak) -> None:
         self.replicas = replicas
         self.max_waiting = max_waiting
+        self.ties = ties
 
     def with_room(self) -> list[Any]:
         limit = self.max_waiting
         return [r for r in self.replicas if len(r.waiting) < limit]
 
-    def pick(self) -> Any:
+    def pick(self, request: Any = None) -> Any:
         candidates = self.with_room()
         if not candidates:
             raise AssertionError("no replica has room: the scheduler checks has_room first")
-        return self.choose(candidates)
+        return self.choose(candidates, request)
 
-    def choose(self, candidates: list[Any]) -> Any:
+    def choose(self, candidates: list[Any], request: Any) -> Any:
         raise NotImplementedError
 
 
 class RoundRobin(Router):
-    def __init__(self, replicas: Sequence[Any], max_waiting: int) -> None:
-        super().__init__(replicas, max_waiting)
+    def __init__(self, replicas: Sequence[Any], max_waiting: int, ties: TieBreak) -> None:
+        super().__init__(replicas, max_waiting, ties)
         self.next_index = 0
 
-    def choose(self, candidates: list[Any]) -> Any:
+    def choose(self, candidates: list[Any], request: Any) -> Any:
         after = [r for r in candidates if r.index >= self.next_index]
         chosen = (after or candidates)[0]
         self.next_index = (chosen.index + 1) % len(self.replicas)
@@ -49,19 +54,38 @@ class RoundRobin(Router):
 
 
 class LeastOutstanding(Router):
-    def choose(self, candidates: list[Any]) -> Any:
-        return min(candidates, key=lambda r: (r.outstanding(), r.index))
+    def choose(self, candidates: list[Any], request: Any) -> Any:
+        fewest = min(r.outstanding() for r in candidates)
+        return self.ties.pick([r for r in candidates if r.outstanding() == fewest])
 
 
 class LeastKv(Router):
-    def choose(self, candidates: list[Any]) -> Any:
+    def choose(self, candidates: list[Any], request: Any) -> Any:
         # A plain loop, not min() with a key: this runs once per dispatched request.
-        best, best_key = None, None
+        best: list[Any] = []
+        best_key = None
         for replica in candidates:
             key = (replica.blocks_in_use(), replica.outstanding())
             if best_key is None or key < best_key:
-                best, best_key = replica, key
-        return best
+                best, best_key = [replica], key
+            elif key == best_key:
+                best.append(replica)
+        return self.ties.pick(best)
+
+
+class Scored(Router):
+    """Weighted scorers (`router: {scorers: [...]}`)."""
+
+    def __init__(self, replicas, max_waiting: int, ties: TieBreak, spec, block_size: int) -> None:
+        super().__init__(replicas, max_waiting, ties)
+        keys = PromptKeys(block_size)  # shared: each request's keys are computed once
+        self.scored = [(SCORERS[s.name](replicas, keys), s.weight) for s in spec.scorers]
+
+    def choose(self, candidates: list[Any], request: Any) -> Any:
+        chosen = weighted_choice(self.scored, candidates, request, self.ties)
+        for scorer, _ in self.scored:
+            scorer.routed(request, chosen)
+        return chosen
 
 
 ROUTERS: dict[str, type[Router]] = {
@@ -69,3 +93,12 @@ ROUTERS: dict[str, type[Router]] = {
     "least_outstanding": LeastOutstanding,
     "least_kv": LeastKv,
 }
+
+
+def build_router(config: Any, replicas: Sequence[Any], seed: int) -> Router:
+    """The router `cluster.router` names, or the weighted scorers it lists."""
+    ties = TieBreak(seed)
+    setting = config.router
+    if isinstance(setting, str):
+        return ROUTERS[setting](replicas, config.max_waiting_per_replica, ties)
+    return Scored(replicas, config.max_waiting_per_replica, ties, setting, config.block_size)

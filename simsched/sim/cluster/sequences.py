@@ -29,6 +29,9 @@ class Seq:
         "blocks",
         "off",
         "finish",
+        "keys",
+        "shared",
+        "reg",
     )
 
     def __init__(self, request: Request) -> None:
@@ -41,6 +44,11 @@ class Seq:
         self.blocks = 0  # held, while in prefill (the DecodeSet knows them afterwards)
         self.off = 0  # while decoding: its tokens = iteration index + off
         self.finish = -1  # while decoding: the iteration at whose end it finishes; -1 otherwise
+        # prefix caching only (prefix_cache.py): block keys, registered blocks held, blocks
+        # considered for registration so far
+        self.keys: list[int] | None = None
+        self.shared: list[int] = []
+        self.reg = 0
 
     def restart(self) -> None:
         """Preempted: recompute the prompt and everything generated so far."""

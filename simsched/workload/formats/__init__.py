@@ -7,7 +7,7 @@ Formats (`format=`), one reader each in `READERS`:
 - `azure2023`: the Azure LLM inference trace 2023 (`TIMESTAMP` wall-clock string with up to 7
   fractional digits, `ContextTokens`, `GeneratedTokens`).
 - `mooncake`: the Mooncake FAST'25 JSON lines (`timestamp` in ms, `input_length`,
-  `output_length`; `hash_ids` is ignored).
+  `output_length`; its `hash_ids` are read apart, for prefix caching: `prefix_sources.py`).
 - `burstgpt`: BurstGPT CSV (`Timestamp` in s, `Request tokens`, `Response tokens`), optionally
   filtered on its `Model` and `Log Type` columns.
 

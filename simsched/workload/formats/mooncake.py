@@ -1,6 +1,7 @@
 """The Mooncake FAST'25 trace: JSON lines with `timestamp` (ms), `input_length`, `output_length`.
 
-Other keys (`hash_ids`) are ignored; blank lines are skipped but still counted.
+`hash_ids` (prefix blocks) are read apart, for prefix caching (`workload/prefix_sources.py`);
+other keys are ignored. Blank lines are skipped but still counted.
 """
 
 from __future__ import annotations

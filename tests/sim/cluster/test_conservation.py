@@ -18,11 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import simsched
-from simsched.config.batching import ContinuousBatchingConfig
 from simsched.config.names import POLICY_NAMES
+from simsched.config.router import ROUTER_NAMES, SCORER_NAMES
 from simsched.config.scenario import Scenario
 
-ROUTERS = ContinuousBatchingConfig.model_fields["router"].annotation.__args__
+# every named router, and a weighted mix of every scorer
+ROUTERS = [*ROUTER_NAMES, {"scorers": [{"name": name, "weight": 1} for name in SCORER_NAMES]}]
 LINEAR = {"kind": "linear", "base_ms": 2.0, "prefill_ms_per_token": 0.02, "decode_ms_per_seq": 0.1}
 
 
@@ -35,6 +36,7 @@ def cases(draw: st.DrawFn) -> tuple[list[tuple], list[dict], dict[str, Any]]:
             "weight": draw(st.sampled_from([0.5, 1.0, 2.0])),
             "priority": draw(st.sampled_from(["interactive", "batch"])),
         }
+        | ({"prefix": {"tokens": draw(st.sampled_from([8, 40]))}} if draw(st.booleans()) else {})
         for i in range(tenant_count)
     ]
     clock, rows = 0.0, []
@@ -61,7 +63,10 @@ def cases(draw: st.DrawFn) -> tuple[list[tuple], list[dict], dict[str, Any]]:
         "max_waiting_per_replica": draw(st.sampled_from([1, 4])),
         "router": draw(st.sampled_from(ROUTERS)),
         "latency_model": draw(st.sampled_from([LINEAR, {"kind": "roofline"}])),
+        "prefix_caching": draw(st.booleans()),
     }
+    if cluster["router"] == ROUTERS[-1] and not cluster["prefix_caching"]:  # reads the caches
+        cluster["router"] = {"scorers": [{"name": "prefix_cache_approx", "weight": 1}]}
     sections = {
         "cluster": cluster,
         "scheduler": {"policy": draw(st.sampled_from(POLICY_NAMES))},

@@ -1,0 +1,155 @@
+"""Scoring routers: each scorer rates every replica with room in [0, 1]; the router takes the
+highest weighted sum, as llm-d's scheduler combines its scorers.
+
+- `prefix_cache` (precise): the share of the request's prompt blocks that the replica's prefix
+  cache holds now, as a leading run (what the request would hit there). Reads the simulated
+  caches, so it needs `prefix_caching: true`.
+- `prefix_cache_approx`: the same share, from an index of the block keys of requests routed to
+  each replica (least recently routed forgotten beyond the replica's block count), as llm-d's
+  approximate scorer remembers where prefixes went instead of asking the engines.
+- `queue_depth`: `(max - q) / (max - min)` of outstanding (running + waiting) requests `q`
+  across the candidates (all 1 when equal).
+- `kv_utilization`: `1 - blocks in use / blocks`.
+
+Ties (equal sums) are broken at random from the run's own stream (`TieBreak`, from the scenario
+seed), never by replica index, so a light load spreads evenly.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from simsched.sim.requests import Request
+
+ROUTER_STREAM = 0x524F55544552  # "ROUTER": the router's own child of the scenario seed
+BUFFER = 4096
+
+
+class TieBreak:
+    """Uniform picks among tied replicas, from a numpy stream drawn in blocks."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = np.random.default_rng(np.random.SeedSequence([seed, ROUTER_STREAM]))
+        self._draws: list[float] = []
+
+    def pick(self, tied: list[Any]) -> Any:
+        if len(tied) == 1:
+            return tied[0]
+        if not self._draws:
+            self._draws = self._rng.random(BUFFER).tolist()[::-1]
+        return tied[int(self._draws.pop() * len(tied))]
+
+
+class PromptKeys:
+    """The block keys of the request being routed and how many of them could hit (never the
+    last prompt token), computed once per request for all scorers."""
+
+    def __init__(self, block_size: int) -> None:
+        self.block_size = block_size
+        self._request: Request | None = None
+        self._keys: tuple[list[int], int] = ([], 0)
+
+    def __call__(self, request: Request) -> tuple[list[int], int]:
+        if request is not self._request:
+            prefix, size = request.prefix, self.block_size
+            self._request = request
+            self._keys = (
+                ([], 0)
+                if prefix is None
+                else (prefix.keys(size), (max(1, request.prefill_tokens) - 1) // size)
+            )
+        return self._keys
+
+
+class PrefixCacheScorer:
+    def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
+        self.keys = keys
+
+    def scores(self, request: Request, candidates: list[Any]) -> list[float]:
+        keys, limit = self.keys(request)
+        if limit == 0 or not keys:
+            return [0.0] * len(candidates)
+        return [r.pool.longest_hit(keys, limit) / limit for r in candidates]
+
+    def routed(self, request: Request, replica: Any) -> None:
+        pass
+
+
+class ApproxPrefixScorer:
+    def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
+        self.keys = keys
+        self.index: list[OrderedDict[int, None]] = [OrderedDict() for _ in replicas]
+        self.capacity = [r.capacity for r in replicas]
+
+    def scores(self, request: Request, candidates: list[Any]) -> list[float]:
+        keys, limit = self.keys(request)
+        if limit == 0 or not keys:
+            return [0.0] * len(candidates)
+        out = []
+        for replica in candidates:
+            seen = self.index[replica.index]
+            hits = 0
+            for key in keys:
+                if hits >= limit or key not in seen:
+                    break
+                hits += 1
+            out.append(hits / limit)
+        return out
+
+    def routed(self, request: Request, replica: Any) -> None:
+        keys, _ = self.keys(request)
+        seen = self.index[replica.index]
+        for key in keys:
+            seen[key] = None
+            seen.move_to_end(key)
+        excess = len(seen) - self.capacity[replica.index]
+        for _ in range(max(0, excess)):
+            seen.popitem(last=False)
+
+
+class QueueDepthScorer:
+    def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
+        pass
+
+    def scores(self, request: Request, candidates: list[Any]) -> list[float]:
+        depth = [r.outstanding() for r in candidates]
+        low, high = min(depth), max(depth)
+        if high == low:
+            return [1.0] * len(candidates)
+        return [(high - q) / (high - low) for q in depth]
+
+    def routed(self, request: Request, replica: Any) -> None:
+        pass
+
+
+class KvUtilizationScorer:
+    def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
+        pass
+
+    def scores(self, request: Request, candidates: list[Any]) -> list[float]:
+        return [1.0 - r.blocks_in_use() / r.capacity for r in candidates]
+
+    def routed(self, request: Request, replica: Any) -> None:
+        pass
+
+
+SCORERS = {
+    "prefix_cache": PrefixCacheScorer,
+    "prefix_cache_approx": ApproxPrefixScorer,
+    "queue_depth": QueueDepthScorer,
+    "kv_utilization": KvUtilizationScorer,
+}
+
+
+def weighted_choice(scored: list[tuple[Any, float]], candidates: list[Any], request, ties):
+    """The candidate with the highest weighted sum of scores; ties at random."""
+    totals = [0.0] * len(candidates)
+    for scorer, weight in scored:
+        for i, score in enumerate(scorer.scores(request, candidates)):
+            totals[i] += weight * score
+    best = max(totals)
+    return ties.pick([r for r, total in zip(candidates, totals, strict=True) if total == best])

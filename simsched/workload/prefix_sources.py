@@ -1,0 +1,104 @@
+"""Prefix segments for a tenant's requests: trace `hash_ids` and a shared system prompt.
+
+- Mooncake traces carry `hash_ids`, one id per 512-token block of the prompt (the last one
+  covers the remainder). They are chained here from the file's own ids, so a block id means the
+  same tokens before it too, whichever tenant replays the file.
+- `prefix: {tokens: N, groups: K}` puts one of K system prompts of N tokens in front of every
+  request of the tenant (drawn uniformly per request from the tenant's own prefix stream; K = 1
+  means one prompt shared by all). The prompt then has N + the drawn `prefill_tokens` tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from simsched.config.yaml_io import read_text
+from simsched.errors import InputError, display_path
+from simsched.workload.formats.checks import fail
+from simsched.workload.formats.window import TraceColumns, window
+from simsched.workload.prefixes import ChainIds, Prefix, prepend
+from simsched.workload.table import RequestTable
+
+MOONCAKE_BLOCK = 512  # tokens per hash id in the Mooncake FAST'25 traces
+
+
+def with_prefixes(
+    table: RequestTable, tenant, interner: ChainIds, rng: np.random.Generator
+) -> RequestTable:
+    """The tenant's table with its `prefix` column (unchanged if the tenant has no source)."""
+    trace = tenant.trace
+    own = None
+    if trace is not None and trace.format == "mooncake":
+        own = mooncake_prefixes(trace, interner)
+    system = getattr(tenant, "prefix", None)
+    if own is None and system is None:
+        return table
+    count = len(table)
+    prefixes = np.empty(count, dtype=object)
+    prefill = table.prefill_tokens
+    if system is not None:
+        group = rng.integers(0, system.groups, count) if system.groups > 1 else np.zeros(count)
+        heads = [interner.chain(0, ("system", tenant.id, g)) for g in range(system.groups)]
+        prefill = prefill + system.tokens
+        for i, g in enumerate(group.tolist()):
+            mine = own[i] if own is not None else None
+            prefixes[i] = prepend((heads[int(g)], system.tokens), mine, interner)
+    else:
+        prefixes[:] = own
+    return RequestTable(
+        request_id=table.request_id,
+        tenant=table.tenant,
+        lane=table.lane,
+        arrival_ms=table.arrival_ms,
+        prefill_tokens=prefill,
+        decode_tokens=table.decode_tokens,
+        prefix=prefixes,
+    )
+
+
+def mooncake_prefixes(trace, interner: ChainIds) -> list[Prefix]:
+    """One `Prefix` per replayed row, in the order (and window) `read_trace` keeps them."""
+    label = display_path(trace.path)
+    times, lengths, hashes = _read_hash_ids(Path(trace.path), label)
+    order = np.argsort(times, kind="stable")
+    rows = np.arange(len(times), dtype=np.int64)[order]
+    columns = TraceColumns(times[order] - times[order][0], rows, rows)
+    kept = window(columns, label, trace.start_s, trace.duration_s, trace.max_requests)
+    source = ("mooncake", str(Path(trace.path).resolve()))
+    return [_chain(hashes[r], int(lengths[r]), source, interner) for r in kept.prefill_tokens]
+
+
+def _chain(ids: list, length: int, source: tuple, interner: ChainIds) -> Prefix:
+    chained, ends, parent = [], [], 0
+    for i, block in enumerate(ids):
+        end = min((i + 1) * MOONCAKE_BLOCK, length)
+        if end <= i * MOONCAKE_BLOCK:
+            break  # more ids than the prompt has blocks: the extra ones cover nothing
+        parent = interner.chain(parent, (source, block))
+        chained.append(parent)
+        ends.append(end)
+    return Prefix(chained, ends)
+
+
+def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list[list]]:
+    times, lengths, hashes = [], [], []
+    for number, line in enumerate(read_text(path, "trace file").splitlines(), start=1):
+        if not line.strip():
+            continue
+        record = json.loads(line)  # read_trace has already checked every row's JSON and keys
+        ids = record.get("hash_ids", [])
+        if not isinstance(ids, list) or not all(_is_id(x) for x in ids):
+            raise fail(label, number, "hash_ids is not a list of integers")
+        times.append(float(record["timestamp"]))
+        lengths.append(int(record["input_length"]))
+        hashes.append(ids)
+    if not times:
+        raise InputError(label, "", "holds no requests")
+    return np.asarray(times), np.asarray(lengths), hashes
+
+
+def _is_id(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,94 @@
+"""Where a request's prompt repeats earlier prompts: prefix segments and their KV-block keys.
+
+A request's `Prefix` is a list of segments `(chain_id, end)`: the chain id names the content of
+the prompt's tokens `[0, end)`, so two requests whose segment has the same chain id share those
+tokens exactly. Chain ids are interned from `(parent chain id, content)` pairs (`ChainIds`), so
+equal ids mean equal whole prefixes, as chained block hashes do in vLLM; tokens after the last
+segment belong to this request alone.
+
+KV block `j` (tokens `[j*B, (j+1)*B)` for block size `B`) is keyed by the first segment that
+covers all of its tokens (`end >= (j+1)*B`), as `chain_id * 2**24 + j`: the same key means the
+same tokens in the block and before it. A block that no segment covers has key -1 and is never
+shared. With Mooncake's 512-token blocks and `B = 16`, each trace block covers 32 KV blocks, and
+a trace block's last partial part (a prompt not a multiple of 512) covers `floor(part / B)`
+full KV blocks; what remains is unique to the request.
+
+Sources: trace `hash_ids` (`prefix_sources.py`), a tenant's system prompt (`prefix:`), and a
+session's earlier turns (`sessions.py`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+KEY_SPAN = 2**24  # KV blocks per prompt a key can index (2**24 blocks of 16 = 268M tokens)
+NO_KEY = -1
+
+
+class ChainIds:
+    """Interns `(parent, content)` pairs as consecutive ints, so chains compare in O(1)."""
+
+    def __init__(self, first: int = 1) -> None:
+        self._ids: dict[tuple, int] = {}
+        self._first = first
+
+    def chain(self, parent: int, content: object) -> int:
+        pair = (parent, content)
+        found = self._ids.get(pair)
+        if found is None:
+            found = self._ids[pair] = len(self._ids) + self._first
+        return found
+
+
+class Prefix:
+    """A request's prefix segments. Its block keys are computed when asked and not kept: the
+    workload holds every request's Prefix for the whole run, and a long prompt has hundreds of
+    keys (the replica keeps them while the request runs)."""
+
+    __slots__ = ("ids", "ends")
+
+    def __init__(self, ids: list[int], ends: list[int]) -> None:
+        self.ids = ids  # chain ids, one per segment
+        self.ends = ends  # the token each segment ends at, increasing
+
+    @property
+    def tokens(self) -> int:
+        """Tokens that some segment covers."""
+        return self.ends[-1] if self.ends else 0
+
+    def keys(self, block_size: int) -> list[int]:
+        """The key of every KV block the segments cover fully (the rest have no key)."""
+        return block_keys(self.ids, self.ends, block_size)
+
+    def extend(self, ids: list[int], ends: list[int]) -> Prefix:
+        return Prefix(self.ids + ids, self.ends + ends)
+
+    def __repr__(self) -> str:
+        return f"Prefix(ids={self.ids}, ends={self.ends})"
+
+
+def block_keys(ids: list[int], ends: list[int], block_size: int) -> list[int]:
+    if not ends:
+        return []
+    count = ends[-1] // block_size
+    if count == 0:
+        return []
+    blocks = np.arange(count, dtype=np.int64)
+    segment = np.searchsorted(np.asarray(ends, dtype=np.int64), (blocks + 1) * block_size)
+    return (np.asarray(ids, dtype=np.int64)[segment] * KEY_SPAN + blocks).tolist()
+
+
+def prepend(shared: tuple[int, int] | None, prefix: Prefix | None, interner: ChainIds) -> Prefix:
+    """A system prompt `(chain id, tokens)` in front of a request's own segments (which move
+    back by its length and are re-chained from it)."""
+    if shared is None:
+        return prefix
+    head, length = shared
+    ids, ends = [head], [length]
+    if prefix is not None:
+        parent = head
+        for chain_id, end in zip(prefix.ids, prefix.ends, strict=True):
+            parent = interner.chain(parent, chain_id)
+            ids.append(parent)
+            ends.append(end + length)
+    return Prefix(ids, ends)
