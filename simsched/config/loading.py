@@ -152,10 +152,15 @@ def shadowing_variants(
 ) -> list[tuple[str, str]]:
     """(variant, its override) pairs that set `path` themselves, among the named variants (all by
     default): a sweep or plan that varies `path` through the base would not change them."""
+    if not scenario.variants:
+        return []
+    # Paths are compared on the mapping the variants apply to, so that a tenant named by id in
+    # one and by index in the other is the same tenant.
+    raw = scenario.model_dump(mode="python", exclude={"variants"})
     return [
         (variant.name, key)
         for variant in scenario.variants
         if names is None or variant.name in names
         for key in variant.set
-        if overlapping(key, path)
+        if overlapping(key, path, raw)
     ]

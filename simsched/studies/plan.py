@@ -26,8 +26,8 @@ from simsched.config.loading import (
     load_scenario,
     resolve_variants,
     select_variants,
-    shadowing_variants,
 )
+from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.config.overrides import format_assignment
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
@@ -57,15 +57,15 @@ def plan(
     scenario = load_scenario(path, overrides)
     chosen, resolved = _variant(scenario, variant, label)
     flag = "--maximize" if maximize else "--vary"
-    shadowed = shadowing_variants(scenario, knob, [chosen])
-    if shadowed:  # the variant's own value would win at every probe
-        name, key = shadowed[0]
-        raise InputError(
-            label,
-            f"{flag} {knob}",
-            f"variant {name!r} sets {key} itself, so the search could not change it; "
-            "judge another variant (--variant) or take the setting out of this one",
-        )
+    refuse_shadowed_overrides(scenario, overrides, [chosen], label)
+    refuse_shadowed(  # the variant's own value would win at every probe
+        scenario,
+        knob,
+        f"{flag} {knob}",
+        [chosen],
+        label,
+        "judge another variant (--variant) or take the setting out of this one",
+    )
     parsed = [parse_slo(text, label) for text in slos]
     if not parsed:
         raise InputError(label, "--slo", "give at least one SLO")
