@@ -27,9 +27,9 @@ from simsched.config.loading import (
     resolve_variants,
     select_variants,
 )
-from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.config.overrides import format_assignment
 from simsched.config.scenario import Scenario
+from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
 from simsched.results.simulate import simulate
 from simsched.results.tenants import metrics_rows
