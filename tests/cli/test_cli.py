@@ -16,6 +16,8 @@ import yaml
 from typer.testing import CliRunner
 
 from simsched.cli.app import app
+from simsched.config.loading import load_scenario, resolve_variants
+from simsched.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = str(REPO / "scenarios" / "noisy_neighbor.yaml")
@@ -143,10 +145,15 @@ def test_set_turns_admission_off(baseline: dict[str, Any]) -> None:
 
 
 def test_set_applies_before_the_variants(baseline: dict[str, Any]) -> None:
-    # the variant's own setting wins over --set: it is applied on top
-    forced = run_json("--set", "scheduler.policy=request_count_fifo")
-    assert forced["comparison"][VARIANTS[0]] == baseline["comparison"][VARIANTS[0]]
+    # The variant's own setting is applied on top of --set, so the command refuses a --set that
+    # a variant it runs would undo (issue 10), and accepts it for the variant that leaves it.
+    result = CliRunner().invoke(app, ["scenario", SCENARIO, "--set", "scheduler.policy=vtc"])
+    assert isinstance(result.exception, InputError)
+    assert "variant 'request_count_no_admission' sets scheduler.policy" in str(result.exception)
+    forced = run_json("--set", "scheduler.policy=request_count_fifo", "--variant", VARIANTS[1])
     assert forced["comparison"][VARIANTS[1]] != baseline["comparison"][VARIANTS[1]]
+    variants = dict(resolve_variants(load_scenario(SCENARIO, ["scheduler.policy=vtc"])))
+    assert variants[VARIANTS[0]].scheduler.policy == "request_count_fifo"
 
 
 def test_out_writes_the_three_files(tmp_path: Path) -> None:
