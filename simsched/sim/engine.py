@@ -22,7 +22,7 @@ from simsched.sim.lanes import Lanes
 from simsched.sim.policies import POLICIES
 from simsched.sim.policies.base import PolicyContext
 from simsched.sim.quotas import TokenBuckets
-from simsched.sim.recorder import Recorder
+from simsched.sim.recorder import STATUS_OK, Recorder
 from simsched.sim.timeline import TIMELINE_COLUMNS, TimelineSampler, auto_interval_ms
 from simsched.workload.table import RequestTable
 
@@ -82,6 +82,7 @@ def run_variant(
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
     env.run()
     _check_one_outcome_each(recorder, len(table))
+    _check_admitted_finished(recorder, table)
     timeline = sampler.frame() if sampler else pd.DataFrame(columns=TIMELINE_COLUMNS)
     return VariantRun(recorder, timeline)
 
@@ -100,3 +101,21 @@ def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> Tim
 def _check_one_outcome_each(recorder: Recorder, expected: int) -> None:
     if len(recorder) != expected or len(set(recorder.order)) != expected:
         raise RuntimeError(f"simulation bug: {len(recorder)} outcomes for {expected} requests")
+
+
+def _check_admitted_finished(recorder: Recorder, table: RequestTable) -> None:
+    """Every admitted request got its first token and finished. One that did not would leave
+    NaN latencies that percentiles skip, so the run would look better than it was: a bug in a
+    service model, reported as one rather than as numbers."""
+    admitted = np.frombuffer(recorder.status_code, dtype=np.int64) == STATUS_OK
+    finish = np.frombuffer(recorder.finish_ms, dtype=np.float64)
+    first = np.frombuffer(recorder.first_token_ms, dtype=np.float64)
+    stuck = np.flatnonzero(admitted & (np.isnan(finish) | np.isnan(first)))
+    if len(stuck):
+        seq = int(stuck[0])
+        others = f" (and {len(stuck) - 1} more)" if len(stuck) > 1 else ""
+        raise RuntimeError(
+            f"internal error: request {str(table.request_id[seq])!r} was admitted at "
+            f"{recorder.dispatch_ms[seq]:g} ms but never finished{others}; the simulation "
+            "stopped with it in the cluster"
+        )
