@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from simsched.cli.options import FileArg, Format, SetOption
+from simsched.cli.options import ANSWER_IS_NO, FileArg, Format, SetOption
 from simsched.errors import InputError
 from simsched.outputs.progress import ProgressLine
 
@@ -77,10 +77,12 @@ def plan(
     line.close()
     if format is Format.json:
         typer.echo(json.dumps(result.to_json_dict(), indent=2))
-        return
-    typer.echo(result.message)
-    for warning in result.warnings:
-        typer.echo(f"warning: {warning}")
+    else:
+        typer.echo(result.message)
+        for warning in result.warnings:
+            typer.echo(f"warning: {warning}")
+    if result.answer is None:  # it ran, and the answer is no: not a success to a script
+        raise typer.Exit(ANSWER_IS_NO)
 
 
 def _step(step: float | None) -> int | float | None:

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from simsched.cli.options import FileArg, SetOption
+from simsched.cli.options import ANSWER_IS_NO, FileArg, SetOption
 from simsched.cli.plan import plan
 
 
@@ -81,6 +81,8 @@ def sweep(
     failed = table.loc[table["error"].notna(), "point"].nunique()
     points = table["point"].nunique()
     typer.echo(f"{points} points, {failed} failed; {len(table)} rows written to {out}")
+    if failed:  # the table is written, but partial: a script must not take it for complete
+        raise typer.Exit(ANSWER_IS_NO)
 
 
 def report(

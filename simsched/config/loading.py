@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from simsched.config.overrides import OverrideError, apply_overrides, overlapping, parse_assignment
 from simsched.config.scenario import Scenario
-from simsched.config.validation_errors import input_error
+from simsched.config.validation_errors import input_error, pick_error
 from simsched.config.yaml_io import parse_yaml_mapping, read_text
 from simsched.errors import InputError
 
@@ -43,7 +43,7 @@ def validate(raw: dict[str, Any], label: str, context: str = "") -> Scenario:
     try:
         return Scenario.model_validate(raw)
     except ValidationError as exc:
-        raise input_error(exc.errors()[0], label, context) from None
+        raise input_error(pick_error(exc.errors()), label, context) from None
 
 
 def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -> Scenario:
@@ -55,7 +55,7 @@ def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -
     try:
         return Scenario.model_validate(versions[-1][1])
     except ValidationError as exc:
-        error = exc.errors()[0]
+        error = pick_error(exc.errors())
     owners = (flag for flag, raw in versions if _same_error(_first_error(raw), error))
     raise input_error(error, label, next(owners, versions[-1][0]))
 
@@ -64,7 +64,7 @@ def _first_error(raw: dict[str, Any]) -> dict[str, Any] | None:
     try:
         Scenario.model_validate(raw)
     except ValidationError as exc:
-        return exc.errors()[0]
+        return pick_error(exc.errors())
     return None
 
 

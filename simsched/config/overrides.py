@@ -135,7 +135,13 @@ def _list_index(items: list[Any], segment: str, path: str, walked: str) -> int:
     if segment.isdecimal():
         count = f"{len(items)} element{'s' if len(items) != 1 else ''}"
         raise OverrideError(path, f"index {int(segment)} is out of range ({walked} has {count})")
-    raise OverrideError(path, f"{walked} has no element with id or name {segment!r}")
+    names = [str(n) for item in items if isinstance(item, dict) for n in [_name(item)] if n]
+    known = f" (known: {', '.join(names)}; or an index 0-{len(items) - 1})" if names else ""
+    raise OverrideError(path, f"{walked} has no element with id or name {segment!r}{known}")
+
+
+def _name(item: dict[str, Any]) -> Any:
+    return item.get("id", item.get("name"))
 
 
 def _element(items: list[Any], segment: str) -> int | None:

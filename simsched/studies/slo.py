@@ -59,4 +59,6 @@ def check_targets(slos: list[Slo], scenario: Scenario, label: str) -> None:
     for slo in slos:
         if slo.target != ALL and slo.target not in tenants:
             known = ", ".join([ALL, *tenants])
-            raise InputError(label, f"--slo {slo.text}", f"no tenant {slo.target!r} ({known})")
+            raise InputError(
+                label, f"--slo {slo.text}", f"no tenant {slo.target!r} (known: {known})"
+            )
