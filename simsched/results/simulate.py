@@ -39,7 +39,7 @@ def simulate(
         timelines.append(run.timeline.assign(variant=name))
         summaries[name] = summarize(frame)
         rows = tenant_metric_rows(name, resolved, frame, include_all=True)
-        capacity[name] = capacity_summary(run.timeline, rows[-1])
+        capacity[name] = capacity_summary(run.timeline, rows[-1], run.kv_peak_ratio)
         slo[name] = slo_verdict(resolved, frame, summaries[name], rows)
         fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
         frames.append(frame.sort_values("_seq", kind="stable"))

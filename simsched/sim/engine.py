@@ -54,6 +54,7 @@ def policy_context(scenario: Scenario) -> PolicyContext:
 class VariantRun:
     recorder: Recorder  # one outcome per request
     timeline: pd.DataFrame  # sampled cluster and lane state (empty when disabled)
+    kv_peak_ratio: float  # the fullest a KV cache got (ServiceModel.kv_peak_ratio)
 
 
 def run_variant(
@@ -84,7 +85,7 @@ def run_variant(
     _check_one_outcome_each(recorder, len(table))
     _check_admitted_finished(recorder, table)
     timeline = sampler.frame() if sampler else pd.DataFrame(columns=TIMELINE_COLUMNS)
-    return VariantRun(recorder, timeline)
+    return VariantRun(recorder, timeline, cluster.kv_peak_ratio())
 
 
 def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> TimelineSampler | None:

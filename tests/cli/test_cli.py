@@ -50,13 +50,15 @@ TABLE_METRICS = (
     "p99 TTFT ms, interactive",
     "p99 TTFT ms, batch",
     "admitted service tokens",
-    "peak KV occupancy",
+    "peak KV occupancy at decisions",
+    "peak KV held (fullest replica)",
     "interactive p99 TTFT <= 500 ms",
     "service share (weight share)",
     "class SLO (p99)",
     "p99 TPOT ms",
     "goodput, requests/s within SLO",
-    "Jain index (weight-normalised)",
+    "Jain index, admitted work / weight",
+    "Jain index, share of demand admitted",
     "max backlogged service gap",
 )
 
