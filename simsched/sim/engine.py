@@ -82,7 +82,7 @@ def run_variant(
     env.process(scheduler_process(stages))
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
     env.run()
-    _check_one_outcome_each(recorder, len(table))
+    _check_one_outcome_each(recorder, table)
     _check_admitted_finished(recorder, table)
     timeline = sampler.frame() if sampler else pd.DataFrame(columns=TIMELINE_COLUMNS)
     return VariantRun(recorder, timeline, cluster.kv_peak_ratio())
@@ -99,9 +99,16 @@ def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> Tim
     return sampler
 
 
-def _check_one_outcome_each(recorder: Recorder, expected: int) -> None:
+def _check_one_outcome_each(recorder: Recorder, table: RequestTable) -> None:
+    expected = len(table)
     if len(recorder) != expected or len(set(recorder.order)) != expected:
-        raise RuntimeError(f"simulation bug: {len(recorder)} outcomes for {expected} requests")
+        undecided = np.flatnonzero(np.frombuffer(recorder.status_code, dtype=np.int64) == 0)
+        named = (
+            f"; request {str(table.request_id[undecided[0]])!r} has none" if len(undecided) else ""
+        )
+        raise RuntimeError(
+            f"internal error: {len(recorder)} outcomes for {expected} requests{named}"
+        )
 
 
 def _check_admitted_finished(recorder: Recorder, table: RequestTable) -> None:

@@ -58,3 +58,20 @@ def test_a_healthy_run_passes_the_check(make_scenario) -> None:
     scenario = make_scenario(ROWS, TENANTS, timeline={"enabled": True, "interval_ms": 1.0})
     run = run_variant(scenario, build_workload(scenario))
     assert len(run.recorder) == len(ROWS) and len(run.timeline) > 0
+
+
+class NeverFreesRoom(TokenServer):
+    """A broken cluster: after `r1` it reports no room, and room never comes."""
+
+    def has_room(self) -> bool:
+        return self.kv.level == 0 and self.env.now == 0
+
+    def room_available(self):
+        return self.env.event()
+
+
+def test_a_request_left_without_an_outcome_is_named(make_scenario, monkeypatch, no_hang) -> None:
+    monkeypatch.setitem(engine.SERVICE_MODELS, "token_server", NeverFreesRoom)
+    scenario = make_scenario(ROWS, TENANTS, timeline={"enabled": True, "interval_ms": 1.0})
+    with pytest.raises(RuntimeError, match="outcomes for 5 requests; request 'r1' has none"):
+        run_variant(scenario, build_workload(scenario))
