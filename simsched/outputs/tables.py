@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from simsched.results.frames import SimulationResult
+from simsched.results.frames import SimulationResult, admitted
 from simsched.sim.recorder import SHED_REASONS
 
 REASON_LABELS = {
@@ -55,9 +55,9 @@ def _overall_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
             )
         )
     rows += [
-        ("  p50 TTFT ms, interactive", [_ms(s["interactive_p50_ttft_ms"]) for s in summaries]),
-        ("  p99 TTFT ms, interactive", [_ms(s["interactive_p99_ttft_ms"]) for s in summaries]),
-        ("  p99 TTFT ms, batch", [_ms(s["batch_p99_ttft_ms"]) for s in summaries]),
+        ("  p50 TTFT ms, interactive", _class_ms(result, "interactive_p50_ttft_ms", "interactive")),
+        ("  p99 TTFT ms, interactive", _class_ms(result, "interactive_p99_ttft_ms", "interactive")),
+        ("  p99 TTFT ms, batch", _class_ms(result, "batch_p99_ttft_ms", "batch")),
         (
             "  admitted service tokens",
             [
@@ -114,6 +114,15 @@ def _tenant_rows(per_variant: list[dict[str, Any]]) -> list[tuple[str, list[str]
         ("  class SLO (p99)", column("slo_met", _verdict)),
     ]
     return rows
+
+
+def _class_ms(result: SimulationResult, key: str, priority_class: str) -> list[str]:
+    """A class's percentile from the reference summary, or "-" when that class had no admitted
+    request (the reference's summary reads 0.0 there, which is no latency at all)."""
+    requests = result.requests
+    served = requests[(requests["priority_class"] == priority_class) & admitted(requests)]
+    have = set(served["variant"])
+    return [_ms(result.summaries[v][key]) if v in have else "-" for v in result.variants]
 
 
 def _ms(value: float) -> str:

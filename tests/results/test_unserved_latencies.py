@@ -32,3 +32,15 @@ def test_shed_rows_have_empty_latencies_in_the_frame_and_requests_csv(tmp_path: 
     # the reference summary keeps its conventions: its figures are over admitted rows only
     assert result.summaries["service_token_drr_with_admission"]["shed_429_requests"] == shed.sum()
     assert not np.isnan(result.summaries["service_token_drr_with_admission"]["batch_p99_ttft_ms"])
+
+
+def test_the_table_shows_no_latency_and_no_fairness_when_nothing_was_served() -> None:
+    from simsched.outputs.tables import comparison_table
+
+    scenario = simsched.load_scenario(NOISY, ["cluster.total_kv_blocks=10"])
+    result = simsched.simulate(scenario, ["service_token_drr_with_admission"])
+    assert result.summaries["service_token_drr_with_admission"]["admitted_requests"] == 0
+    lines = comparison_table(result).splitlines()
+    for label in ("p50 TTFT ms, interactive", "p99 TTFT ms, batch", "Jain index, admitted"):
+        line = next(line for line in lines if line.strip().startswith(label))
+        assert line.split()[-1] == "-", line
