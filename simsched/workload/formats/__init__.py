@@ -123,7 +123,7 @@ def _trace_text(path: Path, format: str) -> str:
             "; the public traces are not in the project: run `make traces`, or download them as "
             "scenarios/README.md (Trace files) says"
         )
-        raise InputError(exc.source, exc.where, exc.message + hint) from None
+        raise InputError(display_path(path), exc.where, exc.message + hint) from None
 
 
 def _read_columns(path: Path, format: str, label: str, filters: dict) -> TraceColumns:
