@@ -132,7 +132,7 @@ def _ms(value: float) -> str:
 def _held(capacity: dict[str, Any]) -> str:
     # token_server does not enforce its capacity: say when its accounting passed it
     over = " (over capacity)" if capacity["kv_over_capacity"] else ""
-    return f"{capacity['peak_kv_occupancy_ratio']:.4f}{over}"
+    return f"{capacity['peak_kv_held_ratio']:.4f}{over}"
 
 
 def _index(value: float | None) -> str:

@@ -90,7 +90,7 @@ def capacity_summary(
     totals = timeline.groupby("time_ms")["kv_blocks_total"].sum()
     ratio = (per_instant / totals).to_numpy()
     return {
-        "peak_kv_occupancy_ratio": round(min(1.0, kv_peak_ratio), 4),
+        "peak_kv_held_ratio": round(min(1.0, kv_peak_ratio), 4),
         "kv_over_capacity": bool(kv_peak_ratio > 1),
         "mean_kv_utilisation": round(float(ratio.mean()), 4) if len(ratio) else 0.0,
         "output_tokens_per_s": overall["output_tokens_per_s"],

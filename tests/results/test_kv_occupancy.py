@@ -29,9 +29,9 @@ def test_a_full_cache_reads_full_although_dispatches_saw_it_nearly_empty(fast_fo
     timeline = result.timeline
     held = (timeline["kv_blocks_used"] / timeline["kv_blocks_total"]).max()
     capacity = result.capacity[name]
-    assert capacity["peak_kv_occupancy_ratio"] >= held  # the timeline only samples
-    assert capacity["peak_kv_occupancy_ratio"] <= 1.0
-    assert capacity["peak_kv_occupancy_ratio"] > result.summaries[name]["peak_kv_occupancy_ratio"]
+    assert capacity["peak_kv_held_ratio"] >= held  # the timeline only samples
+    assert capacity["peak_kv_held_ratio"] <= 1.0
+    assert capacity["peak_kv_held_ratio"] > result.summaries[name]["peak_kv_occupancy_ratio"]
     tenants = result.tenants
     assert "peak_dispatch_kv_occupancy_ratio" in tenants.columns
     assert "peak_kv_occupancy_ratio" not in tenants.columns
@@ -43,8 +43,8 @@ def test_the_token_server_overcommitted_reads_at_most_1_and_says_so() -> None:
     result = run("noisy_neighbor.yaml", ["cluster.total_kv_blocks=400"], name)
     assert result.summaries[name]["peak_kv_occupancy_ratio"] > 1  # the reference's figure
     capacity = result.capacity[name]
-    assert capacity["peak_kv_occupancy_ratio"] == 1.0
+    assert capacity["peak_kv_held_ratio"] == 1.0
     assert capacity["kv_over_capacity"] is True
     assert 0 < capacity["mean_kv_utilisation"] <= 1.0
     fine = run("noisy_neighbor.yaml", [], name).capacity[name]
-    assert fine["kv_over_capacity"] is False and fine["peak_kv_occupancy_ratio"] < 1
+    assert fine["kv_over_capacity"] is False and fine["peak_kv_held_ratio"] < 1
