@@ -70,12 +70,14 @@ def scenario(
 ) -> None:
     """Run a scenario's variants on the same workload and compare them."""
     from simsched.config.loading import load_scenario, resolve_variants, select_variants
+    from simsched.config.shadowing import refuse_shadowed_overrides
     from simsched.outputs.atomic import output_folder
     from simsched.outputs.files import write_result
     from simsched.outputs.tables import comparison_table
     from simsched.results.simulate import simulate
 
     loaded = load_scenario(file, set_)
+    refuse_shadowed_overrides(loaded, set_, variant, str(file))  # as sweep and plan do
     for folder, flag in ((out, "--out"), (report, "--report")):  # before the long part
         if folder is not None:
             output_folder(folder, flag)

@@ -8,6 +8,10 @@ from typing import Annotated
 
 import typer
 
+# The exit status of a command that ran but whose answer is no or partial: a plan with no value
+# meeting the SLOs, a sweep with failed points (docs/cli.md, "Exit status and errors").
+ANSWER_IS_NO = 3
+
 
 class Format(str, Enum):
     table = "table"

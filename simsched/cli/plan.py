@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from simsched.cli.options import FileArg, Format, SetOption
+from simsched.cli.options import ANSWER_IS_NO, FileArg, Format, SetOption
 from simsched.errors import InputError
 from simsched.outputs.progress import ProgressLine
 
@@ -124,8 +124,10 @@ def plan(
         write_plan_report(result.to_json_dict(), report)
     if format is Format.json:
         typer.echo(json.dumps(result.to_json_dict(), indent=2))
-        return
-    print_result(result)
+    else:
+        print_result(result)
+    if result.answer is None:  # it ran, and the answer is no: not a success to a script
+        raise typer.Exit(ANSWER_IS_NO)
 
 
 def _step(step: float | None) -> int | float | None:

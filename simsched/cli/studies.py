@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from simsched.cli.options import FileArg, SetOption
+from simsched.cli.options import ANSWER_IS_NO, FileArg, SetOption
 from simsched.cli.plan import plan
 
 
@@ -87,6 +87,8 @@ def sweep(
         summary = out.with_name(f"{out.stem}.ci{out.suffix}")
         write_table(seed_summary(table), summary)
         typer.echo(f"mean and 95% t-interval across {seeds} seeds written to {summary}")
+    if failed:  # the table is written, but partial: a script must not take it for complete
+        raise typer.Exit(ANSWER_IS_NO)
 
 
 def report(

@@ -21,7 +21,7 @@ from simsched.config.overrides import (
     parse_assignment,
 )
 from simsched.config.scenario import Scenario
-from simsched.config.validation_errors import input_error
+from simsched.config.validation_errors import input_error, pick_error
 from simsched.config.yaml_io import parse_yaml_mapping, read_text
 from simsched.errors import InputError
 
@@ -54,7 +54,7 @@ def validate(raw: dict[str, Any], label: str, context: str = "") -> Scenario:
     try:
         return Scenario.model_validate(raw)
     except ValidationError as exc:
-        raise input_error(exc.errors()[0], label, context) from None
+        raise input_error(pick_error(exc.errors()), label, context) from None
 
 
 def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -> Scenario:
@@ -66,7 +66,7 @@ def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -
     try:
         return Scenario.model_validate(versions[-1][1])
     except ValidationError as exc:
-        error = exc.errors()[0]
+        error = pick_error(exc.errors())
     owners = (flag for flag, raw in versions if _same_error(_first_error(raw), error))
     raise input_error(error, label, next(owners, versions[-1][0]))
 
@@ -75,7 +75,7 @@ def _first_error(raw: dict[str, Any]) -> dict[str, Any] | None:
     try:
         Scenario.model_validate(raw)
     except ValidationError as exc:
-        return exc.errors()[0]
+        return pick_error(exc.errors())
     return None
 
 
@@ -163,12 +163,17 @@ def shadowing_variants(
 ) -> list[tuple[str, str]]:
     """(variant, its override) pairs that set `path` themselves, among the named variants (all by
     default): a sweep or plan that varies `path` through the base would not change them."""
+    if not scenario.variants:
+        return []
+    # Paths are compared on the mapping the variants apply to, so that a tenant named by id in
+    # one and by index in the other is the same tenant.
+    raw = scenario.model_dump(mode="python", exclude={"variants"})
     return [
         (variant.name, key)
         for variant in scenario.variants
         if names is None or variant.name in names
         for key in variant.set
-        if overlapping(key, path)
+        if overlapping(key, path, raw)
     ]
 
 

@@ -135,7 +135,13 @@ def _list_index(items: list[Any], segment: str, path: str, walked: str) -> int:
     if segment.isdecimal():
         count = f"{len(items)} element{'s' if len(items) != 1 else ''}"
         raise OverrideError(path, f"index {int(segment)} is out of range ({walked} has {count})")
-    raise OverrideError(path, f"{walked} has no element with id or name {segment!r}")
+    names = [str(n) for item in items if isinstance(item, dict) for n in [_name(item)] if n]
+    known = f" (known: {', '.join(names)}; or an index 0-{len(items) - 1})" if names else ""
+    raise OverrideError(path, f"{walked} has no element with id or name {segment!r}{known}")
+
+
+def _name(item: dict[str, Any]) -> Any:
+    return item.get("id", item.get("name"))
 
 
 def _element(items: list[Any], segment: str) -> int | None:
@@ -148,10 +154,32 @@ def _element(items: list[Any], segment: str) -> int | None:
     return None
 
 
-def overlapping(path: str, other: str) -> bool:
+def overlapping(path: str, other: str, raw: Any = None) -> bool:
     """Whether setting one of the two dotted paths can change what the other holds (one is the
-    other or lies inside it). Elements are compared as written: `tenants.1` and
-    `tenants.tenant_chat_pro` are not recognised as the same element."""
-    a, b = split_path(path), split_path(other)
+    other or lies inside it). With `raw`, the mapping both paths apply to, list elements named by
+    `id`/`name` are compared by position: `tenants.1` and `tenants.tenant_chat_pro` are the same
+    element when that tenant is the second."""
+    a, b = canonical_path(raw, path), canonical_path(raw, other)
     shorter = min(len(a), len(b))
     return a[:shorter] == b[:shorter]
+
+
+def canonical_path(raw: Any, path: str) -> list[str]:
+    """`path`'s segments with every list element written as its index, as far as `raw` has it.
+
+    Segments past what `raw` holds (a section the file leaves out) stay as written.
+    """
+    segments = split_path(path)
+    node = raw
+    for depth, segment in enumerate(segments):
+        if isinstance(node, list):
+            index = _element(node, segment)
+            if index is None:
+                break
+            segments[depth] = str(index)
+            node = node[index]
+        elif isinstance(node, dict) and segment in node:
+            node = node[segment]
+        else:
+            break
+    return segments

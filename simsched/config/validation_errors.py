@@ -6,6 +6,7 @@ pydantic's locations carry the tags of the unions it chose a member of (`kind=po
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from simsched.config.cluster import SERVICE_MODEL_TAGS
@@ -13,6 +14,23 @@ from simsched.config.specs import UNION_TAGS
 from simsched.errors import InputError
 
 TAG_ERRORS = ("union_tag_invalid", "union_tag_not_found")
+
+
+def pick_error(errors: list[Any]) -> Any:
+    """The error to report: the first, except that a required key missing next to an unknown
+    one (`rate_per_sec` for `rate_per_s`) is a misspelling, reported as the unknown key with the
+    missing ones as the keys it may have meant."""
+    first = errors[0]
+    if first["type"] != "missing":
+        return first
+    parent = first["loc"][:-1]
+    missing = [
+        str(e["loc"][-1]) for e in errors if e["type"] == "missing" and e["loc"][:-1] == parent
+    ]
+    for error in errors:
+        if error["type"] == "extra_forbidden" and error["loc"][:-1] == parent:
+            return {**error, "ctx": {"expected": missing}}
+    return first
 
 
 def input_error(error: Any, label: str, context: str) -> InputError:
@@ -46,7 +64,7 @@ def _tag_key(error: Any) -> str:
 def _message(error: Any) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
-        return "unknown key (not part of the scenario format; check the spelling)"
+        return _unknown_key(error)
     if kind == "union_tag_invalid":
         ctx = error["ctx"]
         known = str(ctx["expected_tags"]).replace("'", "")
@@ -55,3 +73,17 @@ def _message(error: Any) -> str:
         return "Field required"
     message = str(error["msg"])
     return message.removeprefix("Value error, ")
+
+
+def _unknown_key(error: Any) -> str:
+    key = str(error["loc"][-1])
+    if key == "total_kv_blocks" and "continuous_batching" in error["loc"]:
+        return (
+            "not a setting of the continuous_batching model: it takes num_gpu_blocks (KV blocks "
+            "per replica), or works them out from gpu, model and gpu_memory_utilization"
+        )
+    expected = error.get("ctx", {}).get("expected", [])
+    close = difflib.get_close_matches(key, expected, n=1, cutoff=0.5) or expected[:1]
+    if close:
+        return f"unknown key (not part of the scenario format); did you mean {close[0]}?"
+    return "unknown key (not part of the scenario format; check the spelling)"

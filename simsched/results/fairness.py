@@ -1,8 +1,14 @@
 """Fairness measures over one variant's requests.
 
 - Service share: each tenant's share of admitted service tokens, next to its weight share.
-- Jain's index over weight-normalised service (admitted service tokens / weight): 1 when every
-  tenant got service in proportion to its weight, 1/n when one tenant got everything.
+- Jain's index over admitted work (`jain_index_admitted`), over weight-normalised service
+  (admitted service tokens / weight): 1 when every tenant got service in proportion to its
+  weight, 1/n when one tenant got everything. It counts admitted work only, so a tenant whose
+  requests were mostly shed can still look fairly treated.
+- Jain's index against demand (`jain_index_demand`), over each tenant's admitted share of what
+  it asked for (admitted / submitted service tokens), each tenant counted in proportion to its
+  weight: 1 when every tenant got the same share of its demand (all of it, say).
+  Both are None when nothing was admitted: no service is no answer, not perfect fairness.
 - Backlogged service gap: the largest difference in weight-normalised service received by two
   tenants over any interval during which both stayed backlogged. This is the quantity the
   Virtual Token Counter paper bounds (Sheng et al., OSDI 2024). A tenant is backlogged from a
@@ -21,23 +27,38 @@ import pandas as pd
 from simsched.results.frames import admitted
 
 
-def jain_index(values: np.ndarray) -> float:
+def jain_index(values: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """`(Σ wᵢxᵢ)² / (Σ wᵢ · Σ wᵢxᵢ²)`, each value counted `wᵢ` times (1 without weights).
+
+    NaN when there is nothing to compare (no values, or all zero: nothing served is no answer,
+    not perfect fairness)."""
     values = np.asarray(values, dtype=np.float64)
     if not len(values) or not np.any(values):
-        return 1.0
+        return np.nan
+    w = np.ones_like(values) if weights is None else np.asarray(weights, dtype=np.float64)
     scaled = values / values.max()  # squares of huge values would overflow
-    return float(scaled.sum() ** 2 / (len(scaled) * np.square(scaled).sum()))
+    return float(np.dot(w, scaled) ** 2 / (w.sum() * np.dot(w, np.square(scaled))))
 
 
-def fairness_summary(frame: pd.DataFrame, weights: dict[str, float]) -> dict[str, float]:
+def fairness_summary(frame: pd.DataFrame, weights: dict[str, float]) -> dict[str, float | None]:
+    """Two Jain indices, named for what they count, and the backlogged service gap."""
     ok = admitted(frame)
     served = frame.loc[ok].groupby("tenant_id")["service_tokens"].sum()
-    submitted = frame["tenant_id"].unique()
-    normalised = np.array([served.get(t, 0) / weights[t] for t in submitted], dtype=np.float64)
+    demand = frame.groupby("tenant_id")["service_tokens"].sum()
+    asked = [t for t in frame["tenant_id"].unique() if demand[t] > 0]
+    normalised = np.array([served.get(t, 0) / weights[t] for t in asked], dtype=np.float64)
+    met = np.array([served.get(t, 0) / demand[t] for t in asked], dtype=np.float64)
+    tenant_weights = np.array([weights[t] for t in asked], dtype=np.float64)
     return {
-        "jain_index": round(jain_index(normalised), 4),
+        "jain_index_admitted": _rounded(jain_index(normalised)),
+        "jain_index_demand": _rounded(jain_index(met, tenant_weights)),
         "max_backlogged_service_gap": round(max_backlogged_gap(frame, weights), 2),
     }
+
+
+def _rounded(value: float) -> float | None:
+    # None, not NaN: summary.json must stay valid JSON (null)
+    return None if np.isnan(value) else round(value, 4)
 
 
 def max_backlogged_gap(frame: pd.DataFrame, weights: dict[str, float]) -> float:

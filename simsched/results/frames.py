@@ -110,7 +110,7 @@ def variant_frame(
             "kv_blocks": kv_blocks[seq],
             "arrival_ms": table.arrival_ms[seq],
             "dispatch_ms": column(recorder.dispatch_ms),
-            "ttft_ms": column(recorder.ttft_ms),
+            "ttft_ms": _served_only(column(recorder.ttft_ms), column(recorder.status_code)),
             "queue_wait_ms": column(recorder.queue_wait_ms),
             "kv_occupancy_ratio": column(recorder.kv_occupancy_ratio),
             "first_token_ms": column(recorder.first_token_ms),
@@ -122,6 +122,13 @@ def variant_frame(
         }
     )
     return _add_latencies(frame)
+
+
+def _served_only(ttft: np.ndarray, status: np.ndarray) -> np.ndarray:
+    """The recorder keeps the reference's decision record, where a shed request's TTFT reads 0;
+    a request that was not served has no latency, so the frame (and every output) leaves it
+    empty (NaN), and a mean or median over a tenant's rows is over what it was served."""
+    return np.where(status == STATUS_OK, ttft, np.nan)
 
 
 def _add_latencies(frame: pd.DataFrame) -> pd.DataFrame:

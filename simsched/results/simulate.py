@@ -62,7 +62,7 @@ def simulate(
             add_tenant_hit_rates(frame, rows)
         if caching_on(resolved):
             prefix_cache[name] = replica_summary(frame, resolved.cluster.replicas)
-        capacity[name] = capacity_summary(run.timeline, rows[-1])
+        capacity[name] = capacity_summary(run.timeline, rows[-1], run.kv_peak_ratio)
         slo[name] = slo_verdict(resolved, frame, summaries[name], rows)
         fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
         frames.append(frame.sort_values("_seq", kind="stable"))

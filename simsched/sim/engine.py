@@ -29,7 +29,7 @@ from simsched.sim.reactive import (
     has_reactive,
     reactive_feed,
 )
-from simsched.sim.recorder import Recorder
+from simsched.sim.recorder import STATUS_OK, Recorder
 from simsched.sim.timeline import TIMELINE_COLUMNS, TimelineSampler, auto_interval_ms
 from simsched.workload.table import RequestTable
 
@@ -61,6 +61,7 @@ def policy_context(scenario: Scenario) -> PolicyContext:
 class VariantRun:
     recorder: Recorder  # one outcome per request
     timeline: pd.DataFrame  # sampled cluster and lane state (empty when disabled)
+    kv_peak_ratio: float  # the fullest a KV cache got (ServiceModel.kv_peak_ratio)
     table: RequestTable | None = None  # what was sent, when sessions made it up as they ran
     sessions: tuple[np.ndarray, np.ndarray] | None = None  # each request's session and turn
 
@@ -97,6 +98,7 @@ def run_variant(
     env.process(scheduler_process(stages))
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
     env.run()
+    kv_peak_ratio = cluster.kv_peak_ratio()
     if hasattr(cluster, "close"):
         cluster.close()
     sessions = None
@@ -104,9 +106,10 @@ def run_variant(
         table, session, turn = feed.table(table)
         sessions = (session, turn)
         recorder.trimmed(len(table))
-    _check_one_outcome_each(recorder, len(table))
+    _check_one_outcome_each(recorder, table)
+    _check_admitted_finished(recorder, table)
     timeline = sampler.frame() if sampler else pd.DataFrame(columns=TIMELINE_COLUMNS)
-    return VariantRun(recorder, timeline, table if reactive else None, sessions)
+    return VariantRun(recorder, timeline, kv_peak_ratio, table if reactive else None, sessions)
 
 
 def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> TimelineSampler | None:
@@ -121,6 +124,31 @@ def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> Tim
     return sampler
 
 
-def _check_one_outcome_each(recorder: Recorder, expected: int) -> None:
+def _check_one_outcome_each(recorder: Recorder, table: RequestTable) -> None:
+    expected = len(table)
     if len(recorder) != expected or len(set(recorder.order)) != expected:
-        raise RuntimeError(f"simulation bug: {len(recorder)} outcomes for {expected} requests")
+        undecided = np.flatnonzero(np.frombuffer(recorder.status_code, dtype=np.int64) == 0)
+        named = (
+            f"; request {str(table.request_id[undecided[0]])!r} has none" if len(undecided) else ""
+        )
+        raise RuntimeError(
+            f"internal error: {len(recorder)} outcomes for {expected} requests{named}"
+        )
+
+
+def _check_admitted_finished(recorder: Recorder, table: RequestTable) -> None:
+    """Every admitted request got its first token and finished. One that did not would leave
+    NaN latencies that percentiles skip, so the run would look better than it was: a bug in a
+    service model, reported as one rather than as numbers."""
+    admitted = np.frombuffer(recorder.status_code, dtype=np.int64) == STATUS_OK
+    finish = np.frombuffer(recorder.finish_ms, dtype=np.float64)
+    first = np.frombuffer(recorder.first_token_ms, dtype=np.float64)
+    stuck = np.flatnonzero(admitted & (np.isnan(finish) | np.isnan(first)))
+    if len(stuck):
+        seq = int(stuck[0])
+        others = f" (and {len(stuck) - 1} more)" if len(stuck) > 1 else ""
+        raise RuntimeError(
+            f"internal error: request {str(table.request_id[seq])!r} was admitted at "
+            f"{recorder.dispatch_ms[seq]:g} ms but never finished{others}; the simulation "
+            "stopped with it in the cluster"
+        )

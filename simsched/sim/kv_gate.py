@@ -12,7 +12,8 @@ exceed its class's watermark. What is ahead of it depends on when it is asked:
 Class-blind policies (fcfs, request_count_fifo) dispatch in one order whatever the class, so at
 dispatch they hold every request to the interactive watermark. The figure recorded for a request
 shed at arrival is capped at the watermark it crossed, as the reference records it; at dispatch
-the figure is the occupancy itself (docs/model.md, "KV watermark").
+the figure is the occupancy itself (docs/model.md, "The KV watermark rule", which
+tests/sim/test_kv_gate_rule.py checks against this class).
 """
 
 from __future__ import annotations

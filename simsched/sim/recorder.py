@@ -59,7 +59,7 @@ class Recorder:
         self.order.append(seq)
         self.status_code[seq] = self.shed_status[reason]
         self.reason[seq] = reason
-        self.ttft_ms[seq] = 0.0
+        self.ttft_ms[seq] = 0.0  # the reference's decision record; the frame leaves it empty
         self.queue_wait_ms[seq] = round(wait_ms, 2)
         self.kv_occupancy_ratio[seq] = round(occupancy, 4)
 

@@ -4,11 +4,13 @@ A SimPy process reads (never changes) the state every `interval_ms`: per replica
 and waiting requests, KV blocks used and total, and the tokens in the current batch; and the
 number of requests queued in each lane. The default interval gives about 2000 samples over the
 arrival span; if draining the queues takes much longer than that, the interval doubles every
-2000 samples, so a timeline stays small whatever the run's length.
+2000 samples, so a timeline stays small whatever the run's length. Sampling stops when the work
+is done, or when no other event is scheduled (a stall), so that it never runs forever.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 
 import pandas as pd
@@ -75,11 +77,14 @@ class TimelineSampler:
                 rows[-1 - offset] += (cached,)
 
     def _finished(self) -> bool:
-        return (
+        """All work done, or nothing left that could ever do it: no other event is scheduled
+        (a stalled cluster). Sampling on would then never end; the engine reports the stall."""
+        done = (
             self.feed.next_arrival_ms is None
             and self.lanes.total_size() == 0
             and self.cluster.is_idle()
         )
+        return done or self.env.peek() == math.inf
 
     def frame(self) -> pd.DataFrame:
         extra = ["cached_blocks"] if self.cached is not None else []

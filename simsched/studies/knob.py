@@ -6,11 +6,13 @@ float ones; a setting the file leaves unset (null) takes the kind of the range's
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from simsched.config.overrides import OverrideError, get_path
+from simsched.config.overrides import OverrideError, get_path, split_path
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 
@@ -72,15 +74,61 @@ def _is_integer_knob(scenario, knob, numbers, label, flag) -> bool:
     if current is None:  # unset (null) in the file: the range's own numbers decide
         return all(isinstance(n, int) for n in numbers if n is not None)
     if isinstance(current, bool) or not isinstance(current, (int, float)):
-        raise InputError(label, f"{flag} {knob}", f"is {current!r}, not a number")
+        raise InputError(label, f"{flag} {knob}", _not_a_number(knob, current))
     return isinstance(current, int)
 
 
 def scenario_value(scenario: Scenario, path: str, label: str = "", flag: str = "--vary") -> Any:
     """The value at a dotted path of the scenario, defaults included (`tenants.<id>.weight`)."""
+    raw = scenario.model_dump(mode="python")
     try:
-        return get_path(scenario.model_dump(mode="python"), path)
+        return get_path(raw, path)
     except OverrideError as exc:
         raise InputError(label, f"{flag} {path}", exc.problem) from None
     except LookupError:
-        raise InputError(label, f"{flag} {path}", "no such setting in the scenario") from None
+        close = _closest(raw, path)
+        hint = f"; did you mean {close}?" if close else ""
+        raise InputError(
+            label, f"{flag} {path}", f"no such setting in the scenario{hint}"
+        ) from None
+
+
+def _closest(raw: Any, path: str) -> str | None:
+    """`path` with its first wrong segment replaced by the closest key found there."""
+    segments = split_path(path)
+    for depth in range(len(segments)):
+        try:
+            node = get_path(raw, ".".join(segments[: depth + 1]))
+        except LookupError:
+            parent = get_path(raw, ".".join(segments[:depth])) if depth else raw
+            if not isinstance(parent, dict):
+                return None
+            close = difflib.get_close_matches(segments[depth], list(parent), n=1, cutoff=0.6)
+            return (
+                ".".join([*segments[:depth], close[0], *segments[depth + 1 :]]) if close else None
+            )
+        if not isinstance(node, (dict, list)):
+            return None
+    return None
+
+
+def _not_a_number(knob: str, value: Any) -> str:
+    """A section or a word where a number was wanted: name the numbers inside, not the dict."""
+    if isinstance(value, dict):
+        numbers = list(_number_paths(value, knob))
+        inside = f"; vary one of its numbers, e.g. {numbers[0]}" if numbers else ""
+        return f"is a section ({', '.join(map(str, value))}), not a number{inside}"
+    if isinstance(value, list):
+        return f"is a list of {len(value)}, not a number"
+    return f"is {value!r}, not a number"
+
+
+def _number_paths(node: Any, prefix: str = "") -> Iterator[str]:
+    """Dotted paths of every number under `node` (list elements by index)."""
+    items = node.items() if isinstance(node, dict) else enumerate(node)
+    for key, value in items:
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, (dict, list)):
+            yield from _number_paths(value, path)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            yield path

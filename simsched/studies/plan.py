@@ -37,11 +37,11 @@ from simsched.config.loading import (
     scenario_from_mapping,
     select_variants,
     settings_of,
-    shadowing_variants,
 )
 from simsched.config.overrides import format_assignment
 from simsched.config.prices import fleet_cost
 from simsched.config.scenario import Scenario
+from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
 from simsched.sim.recorder import SHED_REASONS
 from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicity_warnings
@@ -82,8 +82,16 @@ def plan(
     label = source.label
     chosen, resolved = _variant(base, variant, label)
     flag = "--maximize" if maximize else "--vary"
+    refuse_shadowed_overrides(base, overrides, [chosen], label)
     for path, what in [(knob, flag), *((p, "--over") for p in over or {})]:
-        _refuse_shadowed(base, path, chosen, f"{what} {path}", label)
+        refuse_shadowed(  # the variant's own value would win at every probe
+            base,
+            path,
+            f"{what} {path}",
+            [chosen],
+            label,
+            "judge another variant (--variant) or take the setting out of this one",
+        )
     parsed, notes = _slos(slos, resolved, label)
     _check_choices(minimize, rule, seeds, jobs, label)
     values = knob_values(base, knob, range_, step, label, flag)
@@ -144,18 +152,6 @@ class _Source:
 def _variant(scenario: Scenario, name: str | None, label: str) -> tuple[str, Scenario]:
     variants = resolve_variants(scenario, label)
     return select_variants(variants, [name], label)[0] if name else variants[-1]
-
-
-def _refuse_shadowed(scenario: Scenario, path: str, variant: str, where: str, label: str) -> None:
-    shadowed = shadowing_variants(scenario, path, [variant])
-    if shadowed:  # the variant's own value would win at every probe
-        name, key = shadowed[0]
-        raise InputError(
-            label,
-            where,
-            f"variant {name!r} sets {key} itself, so the search could not change it; "
-            "judge another variant (--variant) or take the setting out of this one",
-        )
 
 
 def _slos(texts: list[str], resolved: Scenario, label: str) -> tuple[list[Slo], list[str]]:

@@ -62,4 +62,6 @@ def check_targets(slos: list[Slo], scenario: Scenario, label: str) -> None:
     for slo in slos:
         if slo.target != ALL and slo.target not in tenants and slo.target not in CLASS_NAMES:
             known = ", ".join([ALL, *CLASS_NAMES, *tenants])
-            raise InputError(label, f"--slo {slo.text}", f"no tenant {slo.target!r} ({known})")
+            raise InputError(
+                label, f"--slo {slo.text}", f"no tenant or class {slo.target!r} (known: {known})"
+            )

@@ -29,9 +29,13 @@ from simsched.config.loading import (
     load_scenario,
     scenario_from_mapping,
     settings_of,
-    shadowing_variants,
 )
 from simsched.config.scenario import Scenario
+from simsched.config.shadowing import (
+    refuse_overlapping,
+    refuse_shadowed,
+    refuse_shadowed_overrides,
+)
 from simsched.errors import InputError
 from simsched.outputs.progress import ProgressLine
 from simsched.studies.grid import (
@@ -68,6 +72,7 @@ def sweep(
     load = _loader(path, raw, label)
     base = load(list(overrides or []))  # a bad file or --set fails the sweep, not a point
     axes = make_axes(grid, zip_ or {}, label)
+    refuse_shadowed_overrides(base, overrides, None, label)
     _refuse_shadowed_paths(base, axes, label)
     check_axes(path, overrides or [], axes, load)
     points = make_points(axes, base.seed, _positive(seeds, "--seeds", label))
@@ -82,18 +87,14 @@ def sweep(
 
 
 def _refuse_shadowed_paths(base, axes: list, label: str) -> None:
-    """A variant that sets a swept path itself would silently keep its own value at every point."""
-    for flag, paths, _ in axes:
-        for swept in paths:
-            shadowed = shadowing_variants(base, swept)
-            if shadowed:
-                variant, key = shadowed[0]
-                raise InputError(
-                    label,
-                    f"{flag} {swept}",
-                    f"variant {variant!r} sets {key} itself, so the sweep would not change it "
-                    "there; take it out of the variant to sweep it",
-                )
+    """A variant that sets a swept path itself would silently keep its own value at every point;
+    so would one path swept under two names (a tenant's id and its index)."""
+    swept = [(flag, path) for flag, paths, _ in axes for path in paths]
+    refuse_overlapping(base, swept, label)
+    for flag, path in swept:
+        refuse_shadowed(
+            base, path, f"{flag} {path}", None, label, "take it out of the variant to sweep it"
+        )
 
 
 def _task(path, raw: str | None, label: str, overrides: list[str], point: Point, study) -> Task:

@@ -16,6 +16,8 @@ import yaml
 from typer.testing import CliRunner
 
 from simsched.cli.app import app
+from simsched.config.loading import load_scenario, resolve_variants
+from simsched.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = str(REPO / "scenarios" / "noisy_neighbor.yaml")
@@ -48,13 +50,15 @@ TABLE_METRICS = (
     "p99 TTFT ms, interactive",
     "p99 TTFT ms, batch",
     "admitted service tokens",
-    "peak KV occupancy",
+    "peak KV occupancy at decisions",
+    "peak KV held (fullest replica)",
     "interactive p99 TTFT <= 500 ms",
     "service share (weight share)",
     "class SLO (p99)",
     "p99 TPOT ms",
     "goodput, requests/s within SLO",
-    "Jain index (weight-normalised)",
+    "Jain index, admitted work / weight",
+    "Jain index, share of demand admitted",
     "max backlogged service gap",
 )
 
@@ -143,10 +147,15 @@ def test_set_turns_admission_off(baseline: dict[str, Any]) -> None:
 
 
 def test_set_applies_before_the_variants(baseline: dict[str, Any]) -> None:
-    # the variant's own setting wins over --set: it is applied on top
-    forced = run_json("--set", "scheduler.policy=request_count_fifo")
-    assert forced["comparison"][VARIANTS[0]] == baseline["comparison"][VARIANTS[0]]
+    # The variant's own setting is applied on top of --set, so the command refuses a --set that
+    # a variant it runs would undo (issue 10), and accepts it for the variant that leaves it.
+    result = CliRunner().invoke(app, ["scenario", SCENARIO, "--set", "scheduler.policy=vtc"])
+    assert isinstance(result.exception, InputError)
+    assert "variant 'request_count_no_admission' sets scheduler.policy" in str(result.exception)
+    forced = run_json("--set", "scheduler.policy=request_count_fifo", "--variant", VARIANTS[1])
     assert forced["comparison"][VARIANTS[1]] != baseline["comparison"][VARIANTS[1]]
+    variants = dict(resolve_variants(load_scenario(SCENARIO, ["scheduler.policy=vtc"])))
+    assert variants[VARIANTS[0]].scheduler.policy == "request_count_fifo"
 
 
 def test_out_writes_the_three_files(tmp_path: Path) -> None:

@@ -22,7 +22,9 @@ def frame(rows: list[tuple]) -> pd.DataFrame:
 def test_jain_index_extremes() -> None:
     assert jain_index([5, 5, 5]) == pytest.approx(1.0)
     assert jain_index([9, 0, 0]) == pytest.approx(1 / 3)
-    assert jain_index([]) == 1.0
+    # no service at all is no answer, not perfect fairness
+    assert math.isnan(jain_index([]))
+    assert math.isnan(jain_index([0, 0]))
 
 
 def test_gap_counts_only_while_both_tenants_are_backlogged() -> None:
@@ -54,4 +56,37 @@ def test_gateway_sheds_are_not_backlog_and_not_service() -> None:
     ]
     summary = fairness_summary(frame(rows), {"a": 1.0, "b": 1.0})
     assert summary["max_backlogged_service_gap"] == 0.0
-    assert summary["jain_index"] == pytest.approx(0.5)
+    assert summary["jain_index_admitted"] == pytest.approx(0.5)
+
+
+def test_demand_fairness_sees_what_admitted_fairness_cannot() -> None:
+    # Both tenants are served in proportion to their weights (admitted: 1.0), but b had 3 of its
+    # 4 requests shed: against what each asked for, b got a quarter and a all of it.
+    rows = [
+        ("a", 0, 10, 100, 200, 10),
+        ("b", 0, 20, 100, 200, 20),
+        *[("b", 1, None, 100, 429, 0.0)] * 3,
+    ]
+    summary = fairness_summary(frame(rows), {"a": 1.0, "b": 1.0})
+    assert summary["jain_index_admitted"] == pytest.approx(1.0)
+    # x = (1, 0.25): (1.25)^2 / (2 * (1 + 0.0625))
+    assert summary["jain_index_demand"] == pytest.approx(round(1.5625 / 2.125, 4))
+
+
+def test_demand_fairness_counts_tenants_by_weight() -> None:
+    # x = (1, 0.5) with weights (3, 1): (3 + 0.5)^2 / (4 * (3 + 0.25))
+    rows = [("a", 0, 10, 100, 200, 10), ("b", 0, 20, 100, 200, 20), ("b", 1, None, 100, 429, 0)]
+    summary = fairness_summary(frame(rows), {"a": 3.0, "b": 1.0})
+    assert summary["jain_index_demand"] == pytest.approx(round(12.25 / 13, 4))
+
+
+def test_all_served_is_fair_against_demand_whatever_the_weights() -> None:
+    rows = [("a", 0, 10, 100, 200, 10), ("b", 0, 20, 300, 200, 20)]
+    assert fairness_summary(frame(rows), {"a": 3.0, "b": 1.0})["jain_index_demand"] == 1.0
+
+
+def test_nothing_admitted_has_no_fairness_figure() -> None:
+    rows = [("a", 0, None, 100, 429, 0.0), ("b", 0, None, 100, 429, 0.0)]
+    summary = fairness_summary(frame(rows), {"a": 1.0, "b": 1.0})
+    assert summary["jain_index_admitted"] is None
+    assert summary["jain_index_demand"] is None

@@ -106,7 +106,7 @@ def test_knob_values() -> None:
         ("scheduler.policy", "10:20", "all.shed<=0", None, "not a number"),
         ("cluster.total_kv_blocks", "10:20", "all.shed=0", None, "expected TENANT.METRIC"),
         ("cluster.total_kv_blocks", "10:20", "all.speed<=0", None, "unknown metric 'speed'"),
-        ("cluster.total_kv_blocks", "10:20", "nobody.shed<=0", None, "no tenant 'nobody'"),
+        ("cluster.total_kv_blocks", "10:20", "nobody.shed<=0", None, "no tenant or class 'nobody'"),
         ("cluster.total_kv_blocks", "10:20", "all.shed<=x", None, "not a number"),
         ("cluster.total_kv_blocks", "-10:20", "all.shed<=0", None, "greater than 0"),
     ],

@@ -58,7 +58,10 @@ def test_all_row_adds_up_the_tenants(local: pd.DataFrame) -> None:
         tenants, overall = rows[rows["tenant"] != ALL], rows[rows["tenant"] == ALL].iloc[0]
         for column in [*COUNT_METRICS, "goodput_rps"]:
             assert tenants[column].sum() == pytest.approx(overall[column], abs=1e-3), column
-        assert overall["peak_kv_occupancy_ratio"] == tenants["peak_kv_occupancy_ratio"].max()
+        assert (
+            overall["peak_dispatch_kv_occupancy_ratio"]
+            == tenants["peak_dispatch_kv_occupancy_ratio"].max()
+        )
 
 
 def test_more_kv_sheds_fewer_batch_requests(local: pd.DataFrame) -> None:

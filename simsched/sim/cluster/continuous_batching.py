@@ -65,6 +65,11 @@ class ContinuousBatching:
             total += replica.blocks_in_use()
         return total
 
+    def kv_peak_ratio(self) -> float:
+        # Per replica: a replica's level only grows during a fast-forward jump, so its pool's
+        # peak is exact in both modes (a cluster-wide sum of lagging levels would not be).
+        return max(replica.pool.peak / replica.capacity for replica in self.replicas)
+
     def known_ttft_ms(self, request: Request, wait_ms: float) -> float:
         return math.nan  # known at the first token
 

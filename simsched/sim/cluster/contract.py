@@ -39,6 +39,11 @@ class ServiceModel(Protocol):
         """Blocks held now; the admission rules and the dispatch gate compare it with the total."""
         ...
 
+    def kv_peak_ratio(self) -> float:
+        """The largest fraction of a KV cache held at any instant so far, over the fullest
+        replica; above 1 only for a model that does not enforce its capacity (token_server)."""
+        ...
+
     def fits(self, request: Request) -> bool:
         """Whether the cluster could ever hold the request; one that cannot is shed at dispatch."""
         ...

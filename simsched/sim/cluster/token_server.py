@@ -42,6 +42,9 @@ class TokenServer:
     def kv_blocks_in_use(self) -> int:
         return self.kv.level
 
+    def kv_peak_ratio(self) -> float:
+        return self.kv.peak / self.kv_blocks_total
+
     def first_token_delay_ms(self, request: Request) -> float:
         return max(self.min_prefill_ms, request.prefill_tokens / self.prefill_rate)
 

@@ -112,10 +112,24 @@ def _unknown_format(label: str, format: str) -> InputError:
     )
 
 
+def _trace_text(path: Path, format: str) -> str:
+    """A trace's text; a missing public trace says where the public traces come from."""
+    try:
+        return read_text(path, "trace file")
+    except InputError as exc:
+        if format == "csv" or path.exists():
+            raise
+        hint = (
+            "; the public traces are not in the project: run `make traces`, or download them as "
+            "scenarios/README.md (Trace files) says"
+        )
+        raise InputError(display_path(path), exc.where, exc.message + hint) from None
+
+
 def _read_columns(path: Path, format: str, label: str, filters: dict) -> TraceColumns:
     """All rows, sorted by time, times in ms since the first row."""
     reader = READERS[format]
-    times, prefill, decode = reader.read(read_text(path, "trace file"), label, filters)
+    times, prefill, decode = reader.read(_trace_text(path, format), label, filters)
     order = np.argsort(times, kind="stable")
     times = times[order]
     # subtract first: int64 ns stay exact until here; dividing by 1.0 changes no float

@@ -74,7 +74,7 @@ def test_defaults_derive_the_kv_cache_from_memory() -> None:
         ),
         ({"max_num_seqs": 4096}, "cluster.max_num_seqs", "max_num_batched_tokens"),
         ({"router": "random"}, "cluster.router", "least_kv"),
-        ({"total_kv_blocks": 10}, "cluster.total_kv_blocks", "unknown key"),
+        ({"total_kv_blocks": 10}, "cluster.total_kv_blocks", "takes num_gpu_blocks"),
     ],
 )
 def test_bad_clusters_fail_validation_naming_the_field(cluster, field, words) -> None:
