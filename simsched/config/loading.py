@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from simsched.config.overrides import OverrideError, apply_overrides, overlapping, parse_assignment
 from simsched.config.scenario import Scenario
 from simsched.config.validation_errors import input_error
-from simsched.config.yaml_io import parse_yaml_mapping, read_text
+from simsched.config.yaml_io import MAX_SCENARIO_BYTES, parse_yaml_mapping, read_text
 from simsched.errors import InputError
 
 # Reading text and YAML, and turning validation errors into messages, have modules of their own;
@@ -29,7 +29,7 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
     """Load, override (`["a.b=c", ...]`) and validate a scenario file, including its variants."""
     path = Path(path)
     label = str(path)
-    raw = parse_yaml_mapping(read_text(path, "scenario file"), label)
+    raw = parse_yaml_mapping(read_text(path, "scenario file", MAX_SCENARIO_BYTES), label)
     versions = [("", raw)]  # (the flag that made it, the raw mapping), the file's own first
     for text in overrides or []:
         versions.append((f"--set {text}", _override(versions[-1][1], text, label)))

@@ -38,8 +38,16 @@ def _at_least_a_millionth(weight: float) -> float:
     return weight
 
 
+def _printable(text: str) -> str:
+    # A NUL or another control character would be written into traces and CSV files that
+    # simsched (and other tools) then cannot read back.
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise ValueError("must not contain control characters (a NUL, a tab, a line break)")
+    return text
+
+
 class Tenant(Model):
-    id: Annotated[str, Field(min_length=1, pattern=r"\S")]
+    id: Annotated[str, Field(min_length=1, pattern=r"\S"), AfterValidator(_printable)]
     # Bounded so that weight-normalised service stays a finite float.
     weight: Annotated[
         float, Field(gt=0, le=1e6, allow_inf_nan=False), AfterValidator(_at_least_a_millionth)
