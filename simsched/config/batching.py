@@ -50,7 +50,7 @@ class ContinuousBatchingConfig(BaseModel):
     model, all before num_gpu_blocks), so each error names the field to change.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     service_model: Literal["continuous_batching"]
     replicas: Annotated[int, Field(gt=0)] = 1

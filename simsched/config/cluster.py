@@ -18,7 +18,7 @@ from simsched.config.spec_base import NonNegativeFloat, PositiveFloat
 
 
 class TokenServerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     service_model: Literal["token_server"] = "token_server"
     total_kv_blocks: Annotated[int, Field(gt=0)] = 1600

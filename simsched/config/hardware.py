@@ -16,7 +16,7 @@ from simsched.config.spec_base import NonNegativeFloat, PositiveFloat
 
 
 class Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class GpuSpec(Spec):

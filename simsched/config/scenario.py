@@ -22,7 +22,7 @@ PriorityClass = Literal["interactive", "batch"]
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Quota(Model):

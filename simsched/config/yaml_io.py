@@ -9,6 +9,7 @@ the loader.
 
 from __future__ import annotations
 
+import re
 import stat
 from collections.abc import Hashable
 from pathlib import Path
@@ -100,6 +101,14 @@ def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -
     return loader.construct_mapping(node)
 
 
+# YAML 1.1 reads `1e6` and `1e+20` as strings (its floats need a dot, and a sign on the
+# exponent); the scenario models take numbers strictly, so read them as the floats YAML 1.2 and
+# every reader of a scenario take them for. `json.dumps` writes floats that way too.
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
 _UniqueKeyLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
 )
