@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from simsched.config.arrival_specs import ArrivalSpec
 from simsched.config.cluster import ClusterConfig, TokenServerConfig
 from simsched.config.length_specs import LengthSpec
+from simsched.config.limits import Limits
 from simsched.config.names import POLICY_NAMES
 from simsched.config.spec_base import PositiveFloat
 from simsched.config.trace_specs import TenantTrace
@@ -149,6 +150,7 @@ class Scenario(Model):
     admission: Admission = Field(default_factory=Admission)
     slo: Slo = Field(default_factory=Slo)
     timeline: Timeline = Field(default_factory=Timeline)
+    limits: Limits = Field(default_factory=Limits)
     variants: list[Variant] = Field(default_factory=list)
 
     @field_validator("tenants")
@@ -161,6 +163,16 @@ class Scenario(Model):
     def _someone_sends_requests(self) -> Scenario:
         if self.trace is None and all(t.arrivals is None and t.trace is None for t in self.tenants):
             raise ValueError("no tenant sends requests (no arrivals, no trace, no scenario trace)")
+        return self
+
+    @model_validator(mode="after")
+    def _replicas_within_limits(self) -> Scenario:
+        replicas, most = getattr(self.cluster, "replicas", 1), self.limits.max_replicas
+        if replicas > most:
+            raise ValueError(
+                f"cluster.replicas ({replicas:,}) exceeds limits.max_replicas ({most:,}); "
+                "raise that limit if the machine can simulate them"
+            )
         return self
 
     @field_validator("variants")

@@ -23,7 +23,12 @@ from simsched.sim.policies import POLICIES
 from simsched.sim.policies.base import PolicyContext
 from simsched.sim.quotas import TokenBuckets
 from simsched.sim.recorder import Recorder
-from simsched.sim.timeline import TIMELINE_COLUMNS, TimelineSampler, auto_interval_ms
+from simsched.sim.timeline import (
+    TIMELINE_COLUMNS,
+    TimelineSampler,
+    auto_interval_ms,
+    check_timeline_size,
+)
 from simsched.workload.table import RequestTable
 
 
@@ -89,9 +94,9 @@ def run_variant(
 def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> TimelineSampler | None:
     if not scenario.timeline.enabled or not len(table):
         return None
-    interval = scenario.timeline.interval_ms or auto_interval_ms(
-        float(table.arrival_ms[0]), float(table.arrival_ms[-1])
-    )
+    first, last = float(table.arrival_ms[0]), float(table.arrival_ms[-1])
+    interval = scenario.timeline.interval_ms or auto_interval_ms(first, last)
+    check_timeline_size(scenario, last - first, interval)
     sampler = TimelineSampler(env, cluster, lanes, feed, interval)
     env.process(sampler.process())
     return sampler

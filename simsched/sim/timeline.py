@@ -15,6 +15,7 @@ import pandas as pd
 import simpy
 
 from simsched.config.classes import BATCH, INTERACTIVE
+from simsched.errors import InputError
 from simsched.sim.feed import Feed
 from simsched.sim.lanes import Lanes
 
@@ -34,6 +35,20 @@ TARGET_SAMPLES = 2000
 
 def auto_interval_ms(first_arrival_ms: float, last_arrival_ms: float) -> float:
     return max((last_arrival_ms - first_arrival_ms) / TARGET_SAMPLES, 1.0)
+
+
+def check_timeline_size(scenario, span_ms: float, interval_ms: float) -> None:
+    """Refuse a timeline whose samples over the arrival span alone exceed the limit."""
+    rows = span_ms / interval_ms * getattr(scenario.cluster, "replicas", 1)
+    most = scenario.limits.max_timeline_rows
+    if rows > most:
+        raise InputError(
+            scenario.name,
+            "timeline.interval_ms",
+            f"a sample every {interval_ms:g} ms gives about {rows:,.0f} timeline rows over "
+            f"the arrivals, more than limits.max_timeline_rows ({most:,}); raise the interval "
+            "(or leave it out for about 2000 samples), or raise the limit",
+        )
 
 
 class TimelineSampler:

@@ -9,26 +9,35 @@ import numpy as np
 
 from simsched.errors import InputError
 from simsched.workload.generators import generate_tenant
+from simsched.workload.limits import check_request_budget, check_times
 from simsched.workload.table import RequestTable, merge_sorted
 from simsched.workload.trace_csv import read_trace_csv
 from simsched.workload.traces import tenant_trace_table
 
 
 def build_workload(scenario) -> RequestTable:
+    check_request_budget(scenario)  # before generating: a billion requests never start
     tables = [
-        generate_tenant(tenant, index, tenant_rng(scenario.seed, tenant.id))
+        _timed(generate_tenant(tenant, index, rng), scenario, f"tenants[{index}].arrivals")
         for index, tenant in enumerate(scenario.tenants)
         if tenant.arrivals is not None
+        for rng in [tenant_rng(scenario.seed, tenant.id)]
     ]
     tables += [
-        tenant_trace_table(tenant.trace, tenant, index)
+        _timed(tenant_trace_table(tenant.trace, tenant, index), scenario, f"tenants[{index}].trace")
         for index, tenant in enumerate(scenario.tenants)
         if tenant.trace is not None
     ]
     if scenario.trace is not None:
-        tables.append(read_trace_csv(scenario.trace.path, scenario.tenants))
+        trace = read_trace_csv(scenario.trace.path, scenario.tenants)
+        tables.append(_timed(trace, scenario, "trace"))
     table = merge_sorted(tables)
     _reject_duplicate_ids(table, scenario)
+    return table
+
+
+def _timed(table: RequestTable, scenario, where: str) -> RequestTable:
+    check_times(table.arrival_ms, scenario.name, where)
     return table
 
 
