@@ -41,6 +41,7 @@ class Feed:
             kv_blocks,
         )
         self._requests = _requests(columns, len(table), progress or _silent)
+        self.last_arrival_ms = float(table.arrival_ms[-1]) if len(table) else 0.0
         self._next: Request | None = next(self._requests, None)
 
     @property
