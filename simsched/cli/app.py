@@ -70,15 +70,15 @@ def scenario(
 ) -> None:
     """Run a scenario's variants on the same workload and compare them."""
     from simsched.config.loading import load_scenario, resolve_variants, select_variants
-    from simsched.outputs.atomic import output_folder
-    from simsched.outputs.files import write_result
+    from simsched.outputs.files import RESULT_FILES, write_result
+    from simsched.outputs.preflight import check_output_folder
     from simsched.outputs.tables import comparison_table
     from simsched.results.simulate import simulate
 
     loaded = load_scenario(file, set_)
-    for folder, flag in ((out, "--out"), (report, "--report")):  # before the long part
-        if folder is not None:
-            output_folder(folder, flag)
+    for folder, flag, names in ((out, "--out", RESULT_FILES), (report, "--report", ())):
+        if folder is not None:  # before the long part
+            check_output_folder(folder, flag, names)
     # checked here, not only inside simulate(), so that the message names the file
     select_variants(resolve_variants(loaded, str(file)), variant, str(file))
     try:
@@ -117,13 +117,16 @@ def workload(
 ) -> None:
     """Describe a scenario's workload per tenant; optionally freeze it as a trace CSV."""
     from simsched.config.loading import load_scenario
+    from simsched.outputs.preflight import check_output_file
     from simsched.outputs.workload_files import write_trace_csv
     from simsched.outputs.workload_stats import workload_stats
     from simsched.workload.build import build_workload
 
     loaded = load_scenario(file, set_)
-    if out is not None and not out.resolve().parent.is_dir():  # fail before the long part
-        raise InputError(str(out), "--out", "its folder does not exist")
+    if out is not None:  # fail before the long part
+        check_output_file(out, "--out", [file])
+        if not out.resolve().parent.is_dir():
+            raise InputError(str(out), "--out", "its folder does not exist")
     table = build_workload(loaded)
     tenant_ids = loaded.tenant_ids()
     typer.echo(workload_stats(table, tenant_ids).to_string(index=False, float_format="%.3f"))

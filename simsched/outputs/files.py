@@ -20,6 +20,7 @@ REQUESTS_FILE = "requests.csv"
 TENANTS_FILE = "tenants.csv"
 SUMMARY_FILE = "summary.json"
 TIMELINE_FILE = "timeline.csv"
+RESULT_FILES = (REQUESTS_FILE, TENANTS_FILE, SUMMARY_FILE, TIMELINE_FILE)
 
 
 def write_result(result: SimulationResult, out_dir: str | Path) -> list[Path]:

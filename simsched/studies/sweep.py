@@ -60,7 +60,7 @@ def sweep(
     axes = make_axes(grid, zip_ or {}, label)
     _refuse_shadowed_paths(base, axes, label)
     check_axes(path, overrides or [], axes)
-    points = make_points(axes, base.seed, _positive(seeds, "--seeds", label))
+    points = make_points(axes, base.seed, _positive(seeds, "--seeds", label), label)
     tasks = [_task(path, overrides or [], point) for point in points]
     runner = (
         (lambda tick: run_dask(tasks, dask_address, tick, DASK_CONNECT_TIMEOUT_S))

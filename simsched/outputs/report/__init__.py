@@ -19,7 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.errors import InputError
-from simsched.outputs.atomic import output_folder, publish_folder, staging_folder
+from simsched.outputs.atomic import publish_folder, staging_folder
+from simsched.outputs.preflight import check_output_folder
 from simsched.outputs.report.data import ScenarioData, read_results_folder, result_data
 from simsched.outputs.report.page import write_index
 from simsched.outputs.report.scenario_plots import (
@@ -80,7 +81,7 @@ def sweep_report(table: pd.DataFrame, name: str, folder: Path) -> None:
 
 def publish(out_dir: str | Path, build: Callable[[Path], None]) -> Path:
     """Build the report in a temporary folder beside `out_dir`, then move it into place."""
-    target = output_folder(out_dir)
+    target = check_output_folder(out_dir, "--out")
     with staging_folder(target, mode=0o755) as staging:  # a report is meant to be shared
         build(staging)
         publish_folder(staging, target)
