@@ -7,6 +7,7 @@ import the library inside their bodies, so that `simsched --version` and `--help
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -194,11 +195,28 @@ def main() -> None:
     get click's own message and exit status 2 whichever click typer ships with. Only our
     `InputError` passes through it; any other exception is a bug and keeps its traceback.
     """
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         app()
     except InputError as exc:
         typer.echo(_one_line(str(exc)), err=True)
         sys.exit(2)
+    except Terminated:
+        typer.echo("simsched: interrupted (SIGTERM)", err=True)
+        sys.exit(128 + signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is, so that it unwinds as on Ctrl-C: staging folders
+    are removed and sweep workers stopped on the way out. A BaseException, as KeyboardInterrupt
+    is, so that no `except Exception` takes it for a failed point."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated()
 
 
 def _one_line(message: str) -> str:

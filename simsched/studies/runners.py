@@ -61,8 +61,18 @@ def run_local(tasks: list[Task], jobs: int, tick: Progress) -> list[Outcome]:
         for done, _ in enumerate(as_completed(futures), start=1):
             tick(done, len(tasks))
         return [_outcome(future) for future in futures]
+    except BaseException:  # Ctrl-C or SIGTERM: no worker may run on after us
+        _stop_workers(pool)
+        raise
     finally:  # on Ctrl-C, drop the points not yet started rather than wait for them
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    # The executor keeps its worker processes in `_processes` (the same since Python 3.2);
+    # shutdown() alone would wait for the points they are running.
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 def _start_method() -> str:
