@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from simsched.errors import InputError
-from simsched.workload.formats.checks import fail, numbers
+from simsched.workload.formats.checks import check_shape, fail, numbers
 
 AZURE_TIME_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")  # a whole second may omit .f
 FILTERS = {"model": "Model", "log_type": "Log Type"}  # burstgpt only
@@ -41,7 +41,7 @@ class Layout:
             if value is not None:
                 frame = _filter(frame, FILTERS[key], value, label)
         if self.time_to_ms:
-            times = numbers(frame[self.time], self.time, label, integer=False)
+            times = numbers(frame[self.time], self.time, label, integer=False, non_negative=True)
             times = times * self.time_to_ms
         else:
             times = _wall_clock_ns(frame[self.time], self.time, label)
@@ -58,6 +58,7 @@ LAYOUTS = {
 
 
 def _read_csv(text: str, wanted: list[str], label: str) -> pd.DataFrame:
+    check_shape(text, label)
     try:
         frame = pd.read_csv(
             io.StringIO(text),
