@@ -71,7 +71,7 @@ def scenario(
 ) -> None:
     """Run a scenario's variants on the same workload and compare them."""
     from simsched.config.loading import load_scenario, resolve_variants, select_variants
-    from simsched.outputs.files import RESULT_FILES, write_result
+    from simsched.outputs.files import RESULT_FILES, json_safe, write_result
     from simsched.outputs.preflight import check_output_folder
     from simsched.outputs.tables import comparison_table
     from simsched.results.simulate import simulate
@@ -93,7 +93,7 @@ def scenario(
 
         write_report(result, report)
     if format is Format.json:
-        typer.echo(json.dumps(result.to_json_dict(), indent=2))
+        typer.echo(json.dumps(json_safe(result.to_json_dict()), indent=2, allow_nan=False))
     else:
         typer.echo(comparison_table(result))
 

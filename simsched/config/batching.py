@@ -17,6 +17,7 @@ from simsched.config.hardware import (
     ModelSpec,
     RooflineLatencyConfig,
 )
+from simsched.config.spec_base import Size, Small
 
 
 def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
@@ -53,20 +54,20 @@ class ContinuousBatchingConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     service_model: Literal["continuous_batching"]
-    replicas: Annotated[int, Field(gt=0)] = 1
+    replicas: Size = 1
     gpu: Annotated[GpuSpec, BeforeValidator(_preset(presets.GPU_PRESETS, "gpu"))] = Field(
         default_factory=lambda: GpuSpec(name="h100-80gb", **presets.GPU_PRESETS["h100-80gb"])
     )
-    tp: Annotated[int, Field(gt=0)] = 1
+    tp: Small = 1
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
     model: Annotated[ModelSpec, BeforeValidator(_preset(presets.MODEL_PRESETS, "model"))] = Field(
         default_factory=lambda: ModelSpec(name="llama-3-8b", **presets.MODEL_PRESETS["llama-3-8b"])
     )
-    block_size: Annotated[int, Field(gt=0)] = 16
-    num_gpu_blocks: Annotated[int | None, Field(gt=0, validate_default=True)] = None
-    max_num_batched_tokens: Annotated[int, Field(gt=0)] = 2048
-    max_num_seqs: Annotated[int, Field(gt=0)] = 256
-    max_waiting_per_replica: Annotated[int, Field(gt=0)] = 8
+    block_size: Small = 16
+    num_gpu_blocks: Annotated[Size | None, Field(validate_default=True)] = None
+    max_num_batched_tokens: Size = 2048
+    max_num_seqs: Size = 256
+    max_waiting_per_replica: Size = 8
     latency_model: LatencyConfig = Field(
         default_factory=lambda: RooflineLatencyConfig(kind="roofline")
     )

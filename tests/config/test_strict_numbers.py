@@ -59,3 +59,30 @@ def test_numbers_written_naturally_are_accepted(assignment: str, value: float) -
 def test_exponents_read_as_floats_in_files() -> None:
     raw = parse_yaml_mapping("a: 1e6\nb: -2.5E-3\nc: 1e+20\nd: 1.0\ne: '1e6'\nf: 12\n", "x")
     assert raw == {"a": 1e6, "b": -2.5e-3, "c": 1e20, "d": 1.0, "e": "1e6", "f": 12}
+
+
+@pytest.mark.parametrize(
+    "assignment",
+    [
+        "cluster.total_kv_blocks=1000000000000000000000000000000",
+        "cluster.service_tokens_per_ms=1e300",
+        "cluster.min_prefill_ms=1e300",
+    ],
+)
+def test_cluster_numbers_are_bounded(assignment: str) -> None:
+    with pytest.raises(InputError, match=assignment.split("=")[0]):
+        load_scenario(STUDY, [assignment])
+
+
+@pytest.mark.parametrize(
+    "assignment",
+    [
+        "cluster.num_gpu_blocks=1000000000000000000000000000000",
+        "cluster.max_num_batched_tokens=1000000000000000000000000000000",
+        "cluster.gpu={tflops: 1e300, hbm_gbps: 1, memory_gib: 80}",
+        "cluster.model={params: 1e300, layers: 1, hidden_size: 1, kv_heads: 1, head_dim: 1}",
+    ],
+)
+def test_batching_numbers_are_bounded(assignment: str) -> None:
+    with pytest.raises(InputError, match=assignment.split("=")[0]):
+        load_scenario(BATCHING, [assignment])
