@@ -8,6 +8,7 @@ come back in task order, and a point that fails is that point's outcome, not the
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -104,13 +105,37 @@ def run_dask(tasks: list[Task], address: str, tick: Progress, timeout_s: float) 
 
 
 def connect_dask(address: str, timeout_s: float):
+    """A client of the scheduler at `address`, or an InputError within about `timeout_s`.
+
+    The connection is made on a helper thread and waited for with a deadline: a server that
+    is not a Dask scheduler can make the client wait for ever (one that accepts and stays
+    silent) or fail in any way (an HTTP reply read as a 2.82 EiB frame is a MemoryError).
+    """
     try:
         from distributed import Client
     except ImportError:
         raise InputError(
             "--dask", address, "needs dask.distributed (pip install dask[distributed])"
         ) from None
-    try:
-        return Client(address, timeout=timeout_s)
-    except (OSError, ValueError, TypeError) as exc:
-        raise InputError("--dask", address, f"cannot reach the Dask scheduler: {exc}") from None
+    box: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = Client(address, timeout=timeout_s)
+        except BaseException as exc:  # whatever a stranger's reply makes of the client
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, name="simsched-dask-connect", daemon=True)
+    thread.start()
+    thread.join(timeout_s + 1.0)
+    if thread.is_alive():
+        raise InputError("--dask", address, f"no Dask scheduler answered within {timeout_s:g} s")
+    if "error" in box:
+        error = box["error"]
+        problem = (
+            str(error)
+            if isinstance(error, (OSError, ValueError, TypeError))
+            else (f"not a Dask scheduler ({type(error).__name__})")
+        )
+        raise InputError("--dask", address, f"cannot reach the Dask scheduler: {problem}")
+    return box["client"]
