@@ -82,7 +82,11 @@ def sweep_report(table: pd.DataFrame, name: str, folder: Path) -> None:
 def publish(out_dir: str | Path, build: Callable[[Path], None]) -> Path:
     """Build the report in a temporary folder beside `out_dir`, then move it into place."""
     target = check_output_folder(out_dir, "--out")
+    from matplotlib import rc_context  # lazy: matplotlib only when a report is drawn
+
     with staging_folder(target, mode=0o755) as staging:  # a report is meant to be shared
-        build(staging)
+        # Labels are names (tenant ids, variants), never mathematics: `$x^$` is text.
+        with rc_context({"text.parse_math": False}):
+            build(staging)
         publish_folder(staging, target)
     return target
