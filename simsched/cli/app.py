@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from simsched import __version__
-from simsched.cli.options import FileArg, Format, SetOption
+from simsched.cli.options import FileArg, Format, SetOption, named_by
 from simsched.cli.studies import register as register_analysis_commands
 from simsched.errors import InputError
 
@@ -104,7 +104,8 @@ def validate(file: FileArg, set_: SetOption = None) -> None:
     from simsched.config.loading import load_scenario
     from simsched.outputs.describe import describe_scenario
 
-    typer.echo(describe_scenario(load_scenario(file, set_)))
+    with named_by(file):
+        typer.echo(describe_scenario(load_scenario(file, set_)))
 
 
 @app.command()
@@ -128,7 +129,8 @@ def workload(
         check_output_file(out, "--out", [file])
         if not out.resolve().parent.is_dir():
             raise InputError(str(out), "--out", "its folder does not exist")
-    table = build_workload(loaded)
+    with named_by(file):
+        table = build_workload(loaded)
     tenant_ids = loaded.tenant_ids()
     typer.echo(workload_stats(table, tenant_ids).to_string(index=False, float_format="%.3f"))
     if out is not None:

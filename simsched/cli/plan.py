@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from simsched.cli.options import FileArg, Format, SetOption
+from simsched.cli.options import FileArg, Format, SetOption, named_by
 from simsched.errors import InputError
 from simsched.outputs.progress import ProgressLine
 
@@ -63,17 +63,18 @@ def plan(
     knob = vary or maximize
     line = ProgressLine("plan")
     show = _probe_printer(knob) if format is Format.table else _probe_note(line)
-    result = run_plan(
-        file,
-        knob,
-        range_,
-        slo,
-        step=_step(step),
-        maximize=maximize is not None,
-        variant=variant,
-        overrides=set_,
-        on_probe=show,
-    )
+    with named_by(file):
+        result = run_plan(
+            file,
+            knob,
+            range_,
+            slo,
+            step=_step(step),
+            maximize=maximize is not None,
+            variant=variant,
+            overrides=set_,
+            on_probe=show,
+        )
     line.close()
     if format is Format.json:
         typer.echo(json.dumps(result.to_json_dict(), indent=2))

@@ -121,7 +121,7 @@ def _run_bounded(env: SimEnvironment, scenario: Scenario, recorder: Recorder) ->
     known = (recorder.ttft_ms, recorder.first_token_ms, recorder.finish_ms)
     if peek() != math.inf or any(_beyond(np.frombuffer(times)) for times in known):
         raise InputError(
-            scenario.name,
+            "",  # the caller names the scenario file
             "cluster",
             f"the simulated clock passed {MAX_TIME_MS:g} ms (about 31,700 years) with work "
             "left: the cluster is far too slow for this workload (check its rates and factors)",

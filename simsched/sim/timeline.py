@@ -43,7 +43,7 @@ def check_timeline_size(scenario, span_ms: float, interval_ms: float) -> None:
     most = scenario.limits.max_timeline_rows
     if rows > most:
         raise InputError(
-            scenario.name,
+            "",  # the caller names the scenario file
             "timeline.interval_ms",
             f"a sample every {interval_ms:g} ms gives about {rows:,.0f} timeline rows over "
             f"the arrivals, more than limits.max_timeline_rows ({most:,}); raise the interval "

@@ -41,7 +41,7 @@ def run_task(task: Task) -> Outcome:
         result = simulate(load_scenario(task.path, list(task.overrides)))
         return metrics_rows(result), None
     except InputError as exc:
-        source = task.label if exc.source == task.path else exc.source
+        source = task.label if exc.source in (task.path, "") else exc.source
         return [], str(relabel(exc, dict(task.labels), source))
     except Exception as exc:  # a bug at one point must not lose the other points' results
         return [], f"{type(exc).__name__}: {exc}"

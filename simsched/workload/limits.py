@@ -30,12 +30,12 @@ def check_request_budget(scenario) -> None:
         if tenant.arrivals is None:
             continue
         where = f"tenants[{index}].arrivals"
-        _check_sojourns(tenant.arrivals, most, scenario.name, where)
+        _check_sojourns(tenant.arrivals, most, "", where)
         total += expected_requests(tenant.arrivals)
         if total > most:
             memory = total * BYTES_PER_REQUEST / GIB
             raise InputError(
-                scenario.name,
+                "",  # the caller names the scenario file
                 where,
                 f"the workload would have about {total:,.0f} requests (roughly {memory:,.0f} GiB "
                 f"of memory), more than limits.max_requests ({most:,}); lower the count, rate or "
