@@ -54,9 +54,10 @@ def test_blank_lines_are_still_skipped(tmp_path: Path) -> None:
     assert len(read_trace(path, "csv").arrival_ms) == 2
 
 
-def test_an_azure_time_before_1677_is_refused(tmp_path: Path) -> None:
-    text = AZURE_HEADER + "2023-11-16 18:15:46.6805900,10,5\n1500-01-01 00:00:00.0000000,10,5\n"
-    _refused(tmp_path, "a.csv", text, "azure2023", "line 3", "1500")
+@pytest.mark.parametrize("stamp", ["1500-01-01 00:00:00.0000000", "9999-01-01 00:00:00"])
+def test_an_azure_time_outside_the_nanosecond_clock_is_refused(tmp_path: Path, stamp: str) -> None:
+    text = AZURE_HEADER + f"2023-11-16 18:15:46.6805900,10,5\n{stamp},10,5\n"
+    _refused(tmp_path, "a.csv", text, "azure2023", "line 3", stamp[:4], "1678")
 
 
 def test_deeply_nested_mooncake_json_is_refused(tmp_path: Path) -> None:
