@@ -82,3 +82,15 @@ def test_a_timeline_too_fine_is_refused() -> None:
 def test_arrivals_beyond_any_clock_are_refused() -> None:
     far = "tenants.0.arrivals={kind: periodic, start_ms: 1e300, interval_ms: 1, count: 3}"
     _refused_fast([far], "tenants[0]", "arrival")
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "tenants.0.arrivals={kind: gamma, rate_per_s: 10, cv: 1e-300, count: 5}",
+        "tenants.0.arrivals={kind: weibull, rate_per_s: 10, cv: 1e-300, count: 5}",
+        "tenants.0.arrivals={kind: rate_schedule, points: [[0, 10, 1e-300]], count: 5}",
+    ],
+)
+def test_a_vanishing_cv_is_refused(override: str) -> None:
+    _refused_fast([override], "tenants[0].arrivals", "1e-06")
