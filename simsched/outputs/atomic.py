@@ -109,6 +109,8 @@ def staging_file(path: Path, where: str = "", mode: int | None = None) -> Iterat
     """
     if path.is_dir():
         raise InputError(str(path), where, "is a folder, not a file")
+    if os.path.lexists(path) and not path.is_symlink() and not path.is_file():
+        raise InputError(str(path), where, "is not a regular file (a device, FIFO or socket)")
     try:
         handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:

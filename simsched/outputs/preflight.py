@@ -27,8 +27,11 @@ def check_output_folder(target: str | Path, flag: str, names: Iterable[str] = ()
     if path.is_dir():
         _probe(path, path, flag)
         for name in names:  # a file we would replace is now a folder: refuse, replace nothing
-            if (path / name).is_dir():
-                raise InputError(str(path / name), flag, "is a folder, not a file: nothing written")
+            item = path / name
+            if item.is_dir():
+                raise InputError(str(item), flag, "is a folder, not a file: nothing written")
+            if os.path.lexists(item) and not item.is_symlink() and not item.is_file():
+                raise InputError(str(item), flag, "is not a regular file: nothing written")
     return path
 
 
@@ -38,6 +41,9 @@ def check_output_file(path: str | Path, flag: str, inputs: Iterable[Path] = ()) 
     _check_names(path, flag)
     if path.is_dir():
         raise InputError(str(path), flag, "is a folder, not a file")
+    if os.path.lexists(path) and not path.is_symlink() and not path.is_file():
+        # a device or FIFO: the output's final rename would replace the node itself
+        raise InputError(str(path), flag, "is not a regular file (a device, FIFO or socket)")
     for source in inputs:
         if path.exists() and source.exists() and path.samefile(source):
             raise InputError(str(path), flag, f"is the input {source}: it would be overwritten")

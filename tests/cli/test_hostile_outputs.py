@@ -152,3 +152,18 @@ def test_absurd_grids_are_refused_at_once(monkeypatch, capsys, tmp_path, no_simu
     monkeypatch.chdir(tmp_path)
     code, _, err = run(monkeypatch, capsys, *args)
     one_line(code, err)
+
+
+def test_an_output_onto_a_fifo_is_refused(monkeypatch, capsys, tmp_path, no_simulation) -> None:
+    import os
+    import stat
+
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo("pipe.csv")
+    for args in (
+        ("workload", str(STUDY), "--out", "pipe.csv"),
+        ("sweep", str(STUDY), "--grid", "seed=1,2", "--out", "pipe.csv"),
+    ):
+        code, _, err = run(monkeypatch, capsys, *args)
+        one_line(code, err, "pipe.csv", "not a regular file")
+        assert stat.S_ISFIFO(os.stat("pipe.csv").st_mode)  # never replaced by a file
