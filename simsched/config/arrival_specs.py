@@ -34,6 +34,9 @@ MAX_CV = 400.0
 # Floored for the same reason: a gamma shape of 1/cv² overflows for a cv of 1e-300, and the
 # Weibull shape's bracket starts at cv 1e-6 (a smaller cv is a periodic process anyway).
 MIN_CV = 1e-6
+# A rate curve's times (s) and rates (1/s): its integral, a squared width times a slope, must
+# stay finite.
+MAX_SCHEDULE = 1e12
 
 
 def _cv_floor(cv: float) -> float:
@@ -138,10 +141,14 @@ def _check_point(index: int, point: list[float], previous_t: float | None) -> No
     t_s, rate = point[0], point[1]
     if t_s < 0:
         raise ValueError(f"point {index}: t_s must not be negative")
+    if t_s > MAX_SCHEDULE:
+        raise ValueError(f"point {index}: t_s must be at most {MAX_SCHEDULE:g}")
     if previous_t is not None and t_s <= previous_t:
         raise ValueError(f"point {index}: t_s must be greater than the previous point's")
     if rate < 0:
         raise ValueError(f"point {index}: rate_per_s must not be negative")
+    if rate > MAX_SCHEDULE:
+        raise ValueError(f"point {index}: rate_per_s must be at most {MAX_SCHEDULE:g}")
     if len(point) == 3 and not 0 < point[2] <= MAX_CV:
         raise ValueError(f"point {index}: cv must be greater than 0 and at most {MAX_CV:g}")
     if len(point) == 3 and point[2] < MIN_CV:

@@ -32,15 +32,19 @@ def check_request_budget(scenario) -> None:
         where = f"tenants[{index}].arrivals"
         _check_sojourns(tenant.arrivals, most, "", where)
         total += expected_requests(tenant.arrivals)
-        if total > most:
+        if not total <= most:  # NaN too: an overflowing rate curve
             memory = total * BYTES_PER_REQUEST / GIB
             raise InputError(
                 "",  # the caller names the scenario file
                 where,
-                f"the workload would have about {total:,.0f} requests (roughly {memory:,.0f} GiB "
-                f"of memory), more than limits.max_requests ({most:,}); lower the count, rate or "
+                f"the workload would have about {_amount(total)} requests (roughly "
+                f"{_amount(memory)} GiB of memory), more than limits.max_requests ({most:,}); lower the count, rate or "
                 "duration, or raise limits.max_requests if the machine can hold them",
             )
+
+
+def _amount(value: float) -> str:
+    return f"{value:,.0f}" if value < 1e15 else f"{value:.3g}"
 
 
 def expected_requests(spec) -> float:

@@ -94,3 +94,19 @@ def test_arrivals_beyond_any_clock_are_refused() -> None:
 )
 def test_a_vanishing_cv_is_refused(override: str) -> None:
     _refused_fast([override], "tenants[0].arrivals", "1e-06")
+
+
+@pytest.mark.parametrize("points", ["[[0, 1], [1e300, 1e300]]", "[[0, 1e300], [1e300, 0]]"])
+def test_a_rate_curve_beyond_any_clock_is_refused(points: str) -> None:
+    override = (
+        "tenants.0.arrivals={kind: rate_schedule, interpolation: linear, duration_s: 100, "
+        f"points: {points}}}"
+    )
+    _refused_fast([override], "tenants[0].arrivals.points", "at most 1e+12")
+
+
+def test_a_budget_that_is_not_a_number_is_refused() -> None:
+    # an overflowing estimate (NaN) must not slip past the limit
+    with pytest.raises(InputError, match="limits.max_requests"):
+        scenario = load_scenario(STUDY, [POISSON % ("1e12", "1e12")])
+        build_workload(scenario)
