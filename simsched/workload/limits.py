@@ -38,8 +38,8 @@ def check_request_budget(scenario) -> None:
                 "",  # the caller names the scenario file
                 where,
                 f"the workload would have about {_amount(total)} requests (roughly "
-                f"{_amount(memory)} GiB of memory), more than limits.max_requests ({most:,}); lower the count, rate or "
-                "duration, or raise limits.max_requests if the machine can hold them",
+                f"{_amount(memory)} GiB of memory), more than limits.max_requests ({most:,}); "
+                "lower the count, rate or duration, or raise limits.max_requests if the machine can hold them",
             )
 
 
