@@ -39,7 +39,8 @@ def check_request_budget(scenario) -> None:
                 where,
                 f"the workload would have about {_amount(total)} requests (roughly "
                 f"{_amount(memory)} GiB of memory), more than limits.max_requests ({most:,}); "
-                "lower the count, rate or duration, or raise limits.max_requests if the machine can hold them",
+                "lower the count, rate or duration, or raise limits.max_requests if the machine "
+                "can hold them",
             )
 
 
