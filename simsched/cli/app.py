@@ -7,6 +7,7 @@ import the library inside their bodies, so that `simsched --version` and `--help
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -14,7 +15,7 @@ from typing import Annotated
 import typer
 
 from simsched import __version__
-from simsched.cli.options import FileArg, Format, SetOption
+from simsched.cli.options import FileArg, Format, SetOption, named_by
 from simsched.cli.studies import register as register_analysis_commands
 from simsched.errors import InputError
 
@@ -71,16 +72,16 @@ def scenario(
     """Run a scenario's variants on the same workload and compare them."""
     from simsched.config.loading import load_scenario, resolve_variants, select_variants
     from simsched.config.shadowing import refuse_shadowed_overrides
-    from simsched.outputs.atomic import output_folder
-    from simsched.outputs.files import write_result
+    from simsched.outputs.files import RESULT_FILES, json_safe, write_result
+    from simsched.outputs.preflight import check_output_folder
     from simsched.outputs.tables import comparison_table
     from simsched.results.simulate import simulate
 
     loaded = load_scenario(file, set_)
     refuse_shadowed_overrides(loaded, set_, variant, str(file))  # as sweep and plan do
-    for folder, flag in ((out, "--out"), (report, "--report")):  # before the long part
-        if folder is not None:
-            output_folder(folder, flag)
+    for folder, flag, names in ((out, "--out", RESULT_FILES), (report, "--report", ())):
+        if folder is not None:  # before the long part
+            check_output_folder(folder, flag, names)
     # checked here, not only inside simulate(), so that the message names the file
     select_variants(resolve_variants(loaded, str(file)), variant, str(file))
     try:
@@ -94,7 +95,7 @@ def scenario(
 
         write_report(result, report)
     if format is Format.json:
-        typer.echo(json.dumps(result.to_json_dict(), indent=2))
+        typer.echo(json.dumps(json_safe(result.to_json_dict()), indent=2, allow_nan=False))
     else:
         typer.echo(comparison_table(result))
 
@@ -105,7 +106,8 @@ def validate(file: FileArg, set_: SetOption = None) -> None:
     from simsched.config.loading import load_scenario
     from simsched.outputs.describe import describe_scenario
 
-    typer.echo(describe_scenario(load_scenario(file, set_)))
+    with named_by(file):
+        typer.echo(describe_scenario(load_scenario(file, set_)))
 
 
 @app.command()
@@ -119,15 +121,19 @@ def workload(
 ) -> None:
     """Describe a scenario's workload per tenant; optionally freeze it as a trace CSV."""
     from simsched.config.loading import load_scenario
+    from simsched.outputs.preflight import check_output_file
     from simsched.outputs.workload_files import write_trace_csv
     from simsched.outputs.workload_stats import workload_stats
     from simsched.workload.build import build_workload, prefix_rng, tenant_rng
     from simsched.workload.session_plans import reactive_summary
 
     loaded = load_scenario(file, set_)
-    if out is not None and not out.resolve().parent.is_dir():  # fail before the long part
-        raise InputError(str(out), "--out", "its folder does not exist")
-    table = build_workload(loaded)
+    if out is not None:  # fail before the long part
+        check_output_file(out, "--out", [file])
+        if not out.resolve().parent.is_dir():
+            raise InputError(str(out), "--out", "its folder does not exist")
+    with named_by(file):
+        table = build_workload(loaded)
     tenant_ids = loaded.tenant_ids()
     typer.echo(workload_stats(table, tenant_ids).to_string(index=False, float_format="%.3f"))
     for tenant_id, plan in reactive_summary(loaded, tenant_rng, prefix_rng).items():
@@ -196,11 +202,28 @@ def main() -> None:
     get click's own message and exit status 2 whichever click typer ships with. Only our
     `InputError` passes through it; any other exception is a bug and keeps its traceback.
     """
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         app()
     except InputError as exc:
         typer.echo(_one_line(str(exc)), err=True)
         sys.exit(2)
+    except Terminated:
+        typer.echo("simsched: interrupted (SIGTERM)", err=True)
+        sys.exit(128 + signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is, so that it unwinds as on Ctrl-C: staging folders
+    are removed and sweep workers stopped on the way out. A BaseException, as KeyboardInterrupt
+    is, so that no `except Exception` takes it for a failed point."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated()
 
 
 def _one_line(message: str) -> str:

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from simsched.cli.options import ANSWER_IS_NO, FileArg, Format, SetOption
+from simsched.cli.options import ANSWER_IS_NO, FileArg, Format, SetOption, named_by
 from simsched.errors import InputError
 from simsched.outputs.progress import ProgressLine
 
@@ -102,23 +102,24 @@ def plan(
     grid = parse_grid(over or [], "--over", str(file))
     line = ProgressLine("plan")
     show = ProbePrinter(knob, list(grid)) if format is Format.table else _probe_note(line)
-    result = run_plan(
-        file,
-        knob,
-        range_,
-        slo,
-        step=_step(step),
-        maximize=maximize is not None,
-        variant=variant,
-        overrides=set_,
-        over=grid,
-        minimize=minimize,
-        seeds=seeds,
-        rule=rule,
-        jobs=jobs,
-        dask_address=dask,
-        on_probe=show,
-    )
+    with named_by(file):
+        result = run_plan(
+            file,
+            knob,
+            range_,
+            slo,
+            step=_step(step),
+            maximize=maximize is not None,
+            variant=variant,
+            overrides=set_,
+            over=grid,
+            minimize=minimize,
+            seeds=seeds,
+            rule=rule,
+            jobs=jobs,
+            dask_address=dask,
+            on_probe=show,
+        )
     line.close()
     if report is not None:
         write_plan_report(result.to_json_dict(), report)

@@ -14,6 +14,7 @@ import typer
 
 from simsched.cli.options import ANSWER_IS_NO, FileArg, SetOption
 from simsched.cli.plan import plan
+from simsched.errors import InputError
 
 
 def sweep(
@@ -67,6 +68,10 @@ def sweep(
     from simsched.studies.sweep import sweep as run_sweep
 
     label = str(file)
+    if dask is not None and not dask.strip():
+        raise InputError(
+            label, "--dask", "an empty address (give tcp://host:8786, or leave --dask out)"
+        )
     check_table_path(out)  # before hours of work, not after
     table = run_sweep(
         file,

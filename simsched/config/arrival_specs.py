@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from simsched.config.spec_base import (
     Count,
@@ -23,7 +31,21 @@ FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 # Inter-arrival cv. Capped: beyond 400 a Weibull's shape falls below 0.1 and its draws overflow,
 # and gamma gaps underflow to exact zeros; real traces stay far below (ServeGen's p90 is 5.5).
 MAX_CV = 400.0
-Cv = Annotated[float, Field(gt=0, le=MAX_CV, allow_inf_nan=False)]
+# Floored for the same reason: a gamma shape of 1/cv² overflows for a cv of 1e-300, and the
+# Weibull shape's bracket starts at cv 1e-6 (a smaller cv is a periodic process anyway).
+MIN_CV = 1e-6
+# A rate curve's times (s) and rates (1/s): its integral, a squared width times a slope, must
+# stay finite.
+MAX_SCHEDULE = 1e12
+
+
+def _cv_floor(cv: float) -> float:
+    if cv < MIN_CV:
+        raise ValueError(f"must be at least {MIN_CV:g}")
+    return cv
+
+
+Cv = Annotated[float, Field(gt=0, le=MAX_CV, allow_inf_nan=False), AfterValidator(_cv_floor)]
 
 
 class PeriodicArrivals(Spec):
@@ -119,12 +141,18 @@ def _check_point(index: int, point: list[float], previous_t: float | None) -> No
     t_s, rate = point[0], point[1]
     if t_s < 0:
         raise ValueError(f"point {index}: t_s must not be negative")
+    if t_s > MAX_SCHEDULE:
+        raise ValueError(f"point {index}: t_s must be at most {MAX_SCHEDULE:g}")
     if previous_t is not None and t_s <= previous_t:
         raise ValueError(f"point {index}: t_s must be greater than the previous point's")
     if rate < 0:
         raise ValueError(f"point {index}: rate_per_s must not be negative")
+    if rate > MAX_SCHEDULE:
+        raise ValueError(f"point {index}: rate_per_s must be at most {MAX_SCHEDULE:g}")
     if len(point) == 3 and not 0 < point[2] <= MAX_CV:
         raise ValueError(f"point {index}: cv must be greater than 0 and at most {MAX_CV:g}")
+    if len(point) == 3 and point[2] < MIN_CV:
+        raise ValueError(f"point {index}: cv must be at least {MIN_CV:g}")
 
 
 # Open kinds: instants known in advance, generated as whole arrays (arrivals.py).

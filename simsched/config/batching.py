@@ -26,6 +26,7 @@ from simsched.config.hardware import (
     RooflineLatencyConfig,
 )
 from simsched.config.router import CACHE_SCORERS, RouterSetting
+from simsched.config.spec_base import Size, Small
 
 
 def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
@@ -43,6 +44,17 @@ def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
     return resolve
 
 
+def _earlier(info: ValidationInfo, *keys: str) -> tuple[Any, ...] | None:
+    """The values of fields declared before the one being validated, or None if any failed.
+
+    pydantic leaves a field that failed its own validation out of `info.data`: a validator that
+    reads another field must not assume it is there (that was a KeyError traceback).
+    """
+    if any(info.data.get(key) is None for key in keys):
+        return None
+    return tuple(info.data[key] for key in keys)
+
+
 class ContinuousBatchingConfig(BaseModel):
     """Replicas with paged KV caches and iteration-level batching; see docs/continuous_batching.md.
 
@@ -50,23 +62,23 @@ class ContinuousBatchingConfig(BaseModel):
     model, all before num_gpu_blocks), so each error names the field to change.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     service_model: Literal["continuous_batching"]
-    replicas: Annotated[int, Field(gt=0)] = 1
+    replicas: Size = 1
     gpu: Annotated[GpuSpec, BeforeValidator(_preset(presets.GPU_PRESETS, "gpu"))] = Field(
         default_factory=lambda: GpuSpec(name="h100-80gb", **presets.GPU_PRESETS["h100-80gb"])
     )
-    tp: Annotated[int, Field(gt=0)] = 1
+    tp: Small = 1
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
     model: Annotated[ModelSpec, BeforeValidator(_preset(presets.MODEL_PRESETS, "model"))] = Field(
         default_factory=lambda: ModelSpec(name="llama-3-8b", **presets.MODEL_PRESETS["llama-3-8b"])
     )
-    block_size: Annotated[int, Field(gt=0)] = 16
-    num_gpu_blocks: Annotated[int | None, Field(gt=0, validate_default=True)] = None
-    max_num_batched_tokens: Annotated[int, Field(gt=0)] = 2048
-    max_num_seqs: Annotated[int, Field(gt=0)] = 256
-    max_waiting_per_replica: Annotated[int, Field(gt=0)] = 8
+    block_size: Small = 16
+    num_gpu_blocks: Annotated[Size | None, Field(validate_default=True)] = None
+    max_num_batched_tokens: Size = 2048
+    max_num_seqs: Size = 256
+    max_waiting_per_replica: Size = 8
     latency_model: LatencyConfig = Field(
         default_factory=lambda: RooflineLatencyConfig(kind="roofline")
     )
@@ -88,9 +100,10 @@ class ContinuousBatchingConfig(BaseModel):
     @field_validator("model")
     @classmethod
     def _weights_fit(cls, model: ModelSpec, info: ValidationInfo) -> ModelSpec:
-        gpu, tp, share = (info.data.get(k) for k in ("gpu", "tp", "gpu_memory_utilization"))
-        if None in (gpu, tp, share):
+        earlier = _earlier(info, "gpu", "tp", "gpu_memory_utilization")
+        if earlier is None:
             return model  # an earlier field is invalid and already reported
+        gpu, tp, share = earlier
         usable = presets.usable_bytes(gpu, tp, share)
         weights = presets.weight_bytes(model)
         if weights >= usable:
@@ -105,20 +118,15 @@ class ContinuousBatchingConfig(BaseModel):
     @field_validator("num_gpu_blocks")
     @classmethod
     def _some_blocks(cls, blocks: int | None, info: ValidationInfo) -> int | None:
-        data = info.data
-        if blocks is not None or any(k not in data for k in ("gpu", "tp", "model", "block_size")):
-            return blocks
-        derived = presets.blocks_from_memory(
-            data["gpu"],
-            data["model"],
-            data["tp"],
-            data["gpu_memory_utilization"],
-            data["block_size"],
-        )
+        earlier = _earlier(info, "gpu", "tp", "gpu_memory_utilization", "model", "block_size")
+        if blocks is not None or earlier is None:
+            return blocks  # given, or an earlier field is invalid and already reported
+        gpu, tp, share, model, block_size = earlier
+        derived = presets.blocks_from_memory(gpu, model, tp, share, block_size)
         if derived == 0:
             raise ValueError(
                 "the memory left beside the weights holds no KV block of "
-                f"{data['block_size']} tokens; raise gpu_memory_utilization or tp, or set it"
+                f"{block_size} tokens; raise gpu_memory_utilization or tp, or set it"
             )
         return blocks
 

@@ -14,19 +14,19 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from simsched.config.batching import ContinuousBatchingConfig
 from simsched.config.hardware import NESTED_TAGS
-from simsched.config.spec_base import NonNegativeFloat, PositiveFloat
+from simsched.config.spec_base import Measure, MeasureOrZero, Size
 
 
 class TokenServerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     service_model: Literal["token_server"] = "token_server"
-    total_kv_blocks: Annotated[int, Field(gt=0)] = 1600
+    total_kv_blocks: Size = 1600
     kv_block_tokens: Annotated[int, Field(gt=0, le=2**31 - 1)] = 16
-    service_tokens_per_ms: PositiveFloat = 45.0
-    kv_hold_factor: PositiveFloat = 5.5
-    prefill_tokens_per_ms: PositiveFloat = 48.0
-    min_prefill_ms: NonNegativeFloat = 8.0
+    service_tokens_per_ms: Measure = 45.0
+    kv_hold_factor: Measure = 5.5
+    prefill_tokens_per_ms: Measure = 48.0
+    min_prefill_ms: MeasureOrZero = 8.0
 
 
 def _service_model(value: Any) -> str:

@@ -10,23 +10,23 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
-from simsched.config.spec_base import NonNegativeFloat, PositiveFloat
+from simsched.config.spec_base import Measure, MeasureOrZero, NonNegativeFloat, Small
 
 # The number types of every cluster model, the token server's too.
 
 
 class Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class GpuSpec(Spec):
     """One GPU: dense BF16 TFLOP/s, HBM GB/s, memory GiB, GPUs per NVLink node."""
 
     name: str = "custom"
-    tflops: PositiveFloat
-    hbm_gbps: PositiveFloat
-    memory_gib: PositiveFloat
-    gpus_per_node: Annotated[int, Field(gt=0)] = 8
+    tflops: Measure
+    hbm_gbps: Measure
+    memory_gib: Measure
+    gpus_per_node: Small = 8
     price_per_gpu_hour: NonNegativeFloat | None = None  # None: the preset's (config/prices.py)
 
 
@@ -34,22 +34,22 @@ class ModelSpec(Spec):
     """A dense transformer's shape: enough for its weights, its KV cache and its FLOPs."""
 
     name: str = "custom"
-    params: PositiveFloat
-    layers: Annotated[int, Field(gt=0)]
-    hidden_size: Annotated[int, Field(gt=0)]
-    kv_heads: Annotated[int, Field(gt=0)]
-    head_dim: Annotated[int, Field(gt=0)]
-    dtype_bytes: Annotated[int, Field(gt=0)] = 2
+    params: Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)]
+    layers: Small
+    hidden_size: Small
+    kv_heads: Small
+    head_dim: Small
+    dtype_bytes: Annotated[int, Field(gt=0, le=64)] = 2
 
 
 class LinearLatencyConfig(Spec):
     """iteration_ms = base + prefill * tokens + decode * seqs + attention * context / 1000."""
 
     kind: Literal["linear"]
-    base_ms: PositiveFloat  # > 0: every iteration takes time, or a replica could spin in place
-    prefill_ms_per_token: NonNegativeFloat
-    decode_ms_per_seq: NonNegativeFloat
-    attention_ms_per_1k_context: NonNegativeFloat = 0.0
+    base_ms: Measure  # > 0: every iteration takes time, or a replica could spin in place
+    prefill_ms_per_token: MeasureOrZero
+    decode_ms_per_seq: MeasureOrZero
+    attention_ms_per_1k_context: MeasureOrZero = 0.0
 
 
 class RooflineLatencyConfig(Spec):
@@ -57,7 +57,7 @@ class RooflineLatencyConfig(Spec):
 
     kind: Literal["roofline"]
     efficiency: Annotated[float, Field(gt=0, le=1)] = 0.7
-    overhead_ms: NonNegativeFloat = 1.0
+    overhead_ms: MeasureOrZero = 1.0
 
 
 def _latency_tag(value: Any) -> str:

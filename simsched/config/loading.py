@@ -22,7 +22,7 @@ from simsched.config.overrides import (
 )
 from simsched.config.scenario import Scenario
 from simsched.config.validation_errors import input_error, pick_error
-from simsched.config.yaml_io import parse_yaml_mapping, read_text
+from simsched.config.yaml_io import MAX_SCENARIO_BYTES, parse_yaml_mapping, read_text
 from simsched.errors import InputError
 
 BASE_VARIANT = "base"
@@ -32,7 +32,7 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
     """Load, override (`["a.b=c", ...]`) and validate a scenario file, including its variants."""
     path = Path(path)
     label = str(path)
-    raw = parse_yaml_mapping(read_text(path, "scenario file"), label)
+    raw = parse_yaml_mapping(read_text(path, "scenario file", MAX_SCENARIO_BYTES), label)
     return scenario_from_mapping(raw, overrides, label, path.parent)
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from simsched.config.yaml_io import load_yaml
+
 _INDEX = re.compile(r"\[(\d+)\]")
 
 
@@ -52,7 +54,7 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     if not sep or not path.strip():
         raise OverrideError("", f"expected PATH=VALUE, got {text!r}")
     try:
-        parsed = yaml.safe_load(value) if value.strip() else ""
+        parsed = load_yaml(value) if value.strip() else ""
     except yaml.YAMLError:
         parsed = value  # not YAML (an unclosed bracket, say): take the text as it is
     return path.strip(), parsed

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from simsched.config.arrival_specs import ArrivalSpec
 from simsched.config.cluster import ClusterConfig, TokenServerConfig
 from simsched.config.length_specs import LengthSpec
+from simsched.config.limits import Limits
 from simsched.config.names import POLICY_NAMES
 from simsched.config.spec_base import PositiveFloat
 from simsched.config.trace_specs import TenantTrace
@@ -22,7 +23,7 @@ PriorityClass = Literal["interactive", "batch"]
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Quota(Model):
@@ -46,8 +47,16 @@ class SystemPrompt(Model):
     groups: Annotated[int, Field(gt=0, le=1_000_000)] = 1
 
 
+def _printable(text: str) -> str:
+    # A NUL or another control character would be written into traces and CSV files that
+    # simsched (and other tools) then cannot read back.
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise ValueError("must not contain control characters (a NUL, a tab, a line break)")
+    return text
+
+
 class Tenant(Model):
-    id: Annotated[str, Field(min_length=1, pattern=r"\S")]
+    id: Annotated[str, Field(min_length=1, pattern=r"\S"), AfterValidator(_printable)]
     # Bounded so that weight-normalised service stays a finite float.
     weight: Annotated[
         float, Field(gt=0, le=1e6, allow_inf_nan=False), AfterValidator(_at_least_a_millionth)
@@ -150,6 +159,7 @@ class Scenario(Model):
     admission: Admission = Field(default_factory=Admission)
     slo: Slo = Field(default_factory=Slo)
     timeline: Timeline = Field(default_factory=Timeline)
+    limits: Limits = Field(default_factory=Limits)
     variants: list[Variant] = Field(default_factory=list)
 
     @field_validator("tenants")
@@ -162,6 +172,16 @@ class Scenario(Model):
     def _someone_sends_requests(self) -> Scenario:
         if self.trace is None and all(t.arrivals is None and t.trace is None for t in self.tenants):
             raise ValueError("no tenant sends requests (no arrivals, no trace, no scenario trace)")
+        return self
+
+    @model_validator(mode="after")
+    def _replicas_within_limits(self) -> Scenario:
+        replicas, most = getattr(self.cluster, "replicas", 1), self.limits.max_replicas
+        if replicas > most:
+            raise ValueError(
+                f"cluster.replicas ({replicas:,}) exceeds limits.max_replicas ({most:,}); "
+                "raise that limit if the machine can simulate them"
+            )
         return self
 
     @field_validator("variants")

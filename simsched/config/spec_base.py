@@ -14,12 +14,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=1)]
+# Hardware figures and cluster sizes: far beyond any real machine, yet small enough that the
+# arithmetic on them (bytes, blocks, times) stays finite and exact.
+Measure = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
+MeasureOrZero = Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)]
+Size = Annotated[int, Field(gt=0, le=2**40)]
+Small = Annotated[int, Field(gt=0, le=2**20)]
 
 
 def member_name(value: Any, key: str) -> Any:

@@ -17,7 +17,7 @@ from simsched.config.spec_base import NonNegativeFloat, PositiveFloat
 class TenantTrace(BaseModel):
     """A trace file and the part of it to replay; `path` is relative to the scenario file."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     path: Annotated[str, Field(min_length=1)]
     format: TraceFormat = "csv"

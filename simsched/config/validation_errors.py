@@ -14,6 +14,7 @@ from simsched.config.specs import UNION_TAGS
 from simsched.errors import InputError
 
 TAG_ERRORS = ("union_tag_invalid", "union_tag_not_found")
+NUMBER_ERRORS = {"int_type": "a valid integer", "float_type": "a valid number"}
 
 
 def pick_error(errors: list[Any]) -> Any:
@@ -71,6 +72,8 @@ def _message(error: Any) -> str:
         return f"unknown {_tag_key(error)} {ctx['tag']!r} (known: {known})"
     if kind == "union_tag_not_found":
         return "Field required"
+    if kind in NUMBER_ERRORS:
+        return _not_a_number(NUMBER_ERRORS[kind], error.get("input"))
     message = str(error["msg"])
     return message.removeprefix("Value error, ")
 
@@ -87,3 +90,14 @@ def _unknown_key(error: Any) -> str:
     if close:
         return f"unknown key (not part of the scenario format); did you mean {close[0]}?"
     return "unknown key (not part of the scenario format; check the spelling)"
+
+
+def _not_a_number(expected: str, value: Any) -> str:
+    # Numbers are taken strictly: YAML's `true` or a quoted "1_5" is a mistake, not a number.
+    if isinstance(value, bool):
+        return f"Input should be {expected}, got the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"Input should be {expected}, got the text {value!r} (write numbers without quotes)"
+    if isinstance(value, float):
+        return f"Input should be {expected}, got {value!r}, which has a fractional part"
+    return f"Input should be {expected}, got {type(value).__name__} {value!r}"

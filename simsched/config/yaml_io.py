@@ -1,31 +1,52 @@
 """Reading input files: checked UTF-8 text, and YAML mappings that refuse a key given twice.
 
 Every failure is an `InputError` naming the file (and the line, for YAML), for scenario files
-and trace files alike.
+and trace files alike. Input is bounded before it is trusted: only regular files (a FIFO would
+block, a device never end), of a bounded size, read whole; YAML of a bounded nesting depth and a
+bounded size once its aliases are expanded (see `yaml_limits.py`), so no file can hang or crash
+the loader.
 """
 
 from __future__ import annotations
 
+import re
+import stat
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from simsched.config.yaml_limits import YamlTooLarge, check_events, check_graph
 from simsched.errors import InputError
 
+MIB = 1024**2
+# The largest file read whole: public traces are a few hundred MiB at most. Scenario files are
+# written by hand and stay far below their own bound.
+MAX_TEXT_BYTES = 1024 * MIB
+MAX_SCENARIO_BYTES = 16 * MIB
 
-def read_text(path: Path, what: str = "file") -> str:
-    """The UTF-8 text of `path`, or an InputError saying why it cannot be read."""
+
+def read_text(path: Path, what: str = "file", limit: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of `path`, or an InputError saying why it cannot be read.
+
+    The file's type and size are checked before a byte is read: a FIFO or a device would block
+    or never end, and a sparse file of gigabytes would be read whole.
+    """
     label = str(path)
     try:
-        data = path.read_bytes()
+        info = path.stat()
+        _check_kind(info, label, what, limit)
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
     except FileNotFoundError:
         raise InputError(label, "", f"no such {what}") from None
     except IsADirectoryError:
         raise InputError(label, "", f"is a directory, not a {what}") from None
     except OSError as exc:
         raise InputError(label, "", f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > limit:  # it grew since the check
+        raise _too_large(label, what, len(data), limit)
     if b"\0" in data:
         raise InputError(label, "", f"is a binary file, not a {what}")
     try:
@@ -35,6 +56,25 @@ def read_text(path: Path, what: str = "file") -> str:
     if not text.strip():
         raise InputError(label, "", "is empty")
     return text
+
+
+def _check_kind(info, label: str, what: str, limit: int) -> None:
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(label, "", f"is a directory, not a {what}")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(
+            label, "", f"is not a regular file (a device, FIFO or socket), not a {what}"
+        )
+    if info.st_size > limit:
+        raise _too_large(label, what, info.st_size, limit)
+
+
+def _too_large(label: str, what: str, size: int, limit: int) -> InputError:
+    return InputError(
+        label,
+        "",
+        f"is too large ({size / MIB:,.0f} MiB; a {what} may have at most {limit // MIB} MiB)",
+    )
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -61,14 +101,43 @@ def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -
     return loader.construct_mapping(node)
 
 
+# YAML 1.1 reads `1e6` and `1e+20` as strings (its floats need a dot, and a sign on the
+# exponent); the scenario models take numbers strictly, so read them as the floats YAML 1.2 and
+# every reader of a scenario take them for. `json.dumps` writes floats that way too.
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
 _UniqueKeyLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
 )
 
 
+def load_yaml(text: str) -> Any:
+    """YAML text as plain data (a SafeLoader's), refusing deep nesting and alias bombs.
+
+    Nesting is checked on the event stream, before PyYAML's recursive composer sees it; the
+    expanded size and self-reference on the composed graph, before anything is constructed.
+    Failures are `yaml.YAMLError`s (`YamlTooLarge` for the limits).
+    """
+    check_events(yaml.parse(text, Loader=_UniqueKeyLoader))
+    loader = _UniqueKeyLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        check_graph(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def parse_yaml_mapping(text: str, label: str) -> dict[str, Any]:
     try:
-        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: builds plain data only
+        raw = load_yaml(text)
+    except YamlTooLarge as exc:
+        raise InputError(label, exc.where, str(exc)) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}" if mark is not None else ""

@@ -59,16 +59,46 @@ def publish_folder(staging: Path, target: Path) -> list[Path]:
     """Move the staged files into `target`; the written paths, sorted.
 
     A new `target` is the staging folder itself, renamed; an existing one keeps its other files
-    and has ours replaced one by one.
+    and has ours replaced, all or nothing: every file we replace is first moved aside, and put
+    back if any move fails, so a failure leaves the folder as it was.
     """
     if not target.exists():
         os.replace(staging, target)
         return sorted(target.iterdir())
-    written = []
-    for item in sorted(staging.iterdir()):
-        os.replace(item, target / item.name)
-        written.append(target / item.name)
-    return written
+    items = sorted(staging.iterdir())
+    for item in items:
+        if (target / item.name).is_dir():
+            raise InputError(
+                str(target / item.name), "--out", "is a folder, not a file: nothing written"
+            )
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}-old-", dir=target))
+    moved: list[tuple[Path, Path | None]] = []  # (placed file, the file it replaced)
+    try:
+        for item in items:
+            dest = target / item.name
+            previous = None
+            if os.path.lexists(dest):
+                previous = aside / item.name
+                os.replace(dest, previous)
+            moved.append((dest, previous))
+            os.replace(item, dest)
+    except BaseException:
+        for dest, previous in reversed(moved):
+            _restore(dest, previous)
+        raise
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
+    return [target / item.name for item in items]
+
+
+def _restore(dest: Path, previous: Path | None) -> None:
+    try:
+        if previous is not None:
+            os.replace(previous, dest)
+        else:
+            dest.unlink(missing_ok=True)
+    except OSError:
+        pass  # best effort: the original error is the one to report
 
 
 @contextmanager
@@ -79,6 +109,8 @@ def staging_file(path: Path, where: str = "", mode: int | None = None) -> Iterat
     """
     if path.is_dir():
         raise InputError(str(path), where, "is a folder, not a file")
+    if os.path.lexists(path) and not path.is_symlink() and not path.is_file():
+        raise InputError(str(path), where, "is not a regular file (a device, FIFO or socket)")
     try:
         handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:

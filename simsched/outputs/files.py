@@ -7,7 +7,9 @@ of them is written, so a failed or interrupted run never leaves a half-written o
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -20,6 +22,7 @@ REQUESTS_FILE = "requests.csv"
 TENANTS_FILE = "tenants.csv"
 SUMMARY_FILE = "summary.json"
 TIMELINE_FILE = "timeline.csv"
+RESULT_FILES = (REQUESTS_FILE, TENANTS_FILE, SUMMARY_FILE, TIMELINE_FILE)
 
 
 def write_result(result: SimulationResult, out_dir: str | Path) -> list[Path]:
@@ -43,8 +46,20 @@ def _write_files(result: SimulationResult, folder: Path) -> None:
     timeline["time_ms"] = timeline["time_ms"].round(4)
     write_csv(timeline, folder / TIMELINE_FILE)
     with open(folder / SUMMARY_FILE, "w", encoding="utf-8") as f:
-        json.dump(result.to_json_dict(), f, indent=2)
+        json.dump(json_safe(result.to_json_dict()), f, indent=2, allow_nan=False)
         f.write("\n")
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every NaN or infinite float as None (null): JSON has no such numbers, and
+    Python's `NaN` and `Infinity` make a file other JSON readers refuse."""
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:

@@ -9,6 +9,7 @@ import pandas as pd
 from simsched.errors import InputError
 from simsched.outputs.atomic import cannot_write, staging_file
 from simsched.outputs.files import write_csv
+from simsched.outputs.preflight import check_output_file
 from simsched.results.tenants import METRIC_COLUMNS
 
 FIXED_COLUMNS = ["point", "seed", "variant", "tenant", *METRIC_COLUMNS, "error"]
@@ -19,9 +20,7 @@ def check_table_path(out: str | Path) -> Path:
     out = Path(out)
     if out.suffix.lower() not in TABLE_SUFFIXES:
         raise InputError(str(out), "--out", "must end in .parquet or .csv")
-    if out.is_dir():
-        raise InputError(str(out), "--out", "is a folder, not a file")
-    return out
+    return check_output_file(out, "--out")  # a folder, a folder under a file, unwritable
 
 
 def write_table(frame: pd.DataFrame, out: str | Path) -> Path:

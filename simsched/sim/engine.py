@@ -5,6 +5,7 @@ The engine knows policies and service models only by name, through their registr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from simsched.config.scenario import Scenario
+from simsched.errors import InputError
 from simsched.sim.cluster.registry import SERVICE_MODELS
 from simsched.sim.dispatcher import Stages, scheduler_process
 from simsched.sim.feed import Feed
@@ -30,7 +32,13 @@ from simsched.sim.reactive import (
     reactive_feed,
 )
 from simsched.sim.recorder import STATUS_OK, Recorder
-from simsched.sim.timeline import TIMELINE_COLUMNS, TimelineSampler, auto_interval_ms
+from simsched.sim.timeline import (
+    TIMELINE_COLUMNS,
+    TimelineSampler,
+    auto_interval_ms,
+    check_timeline_size,
+)
+from simsched.workload.limits import MAX_TIME_MS
 from simsched.workload.table import RequestTable
 
 
@@ -97,7 +105,7 @@ def run_variant(
     stages = Stages(env, policy, lanes, gateway, gate, cluster, buckets, recorder)
     env.process(scheduler_process(stages))
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
-    env.run()
+    _run_bounded(env, scenario, recorder)
     kv_peak_ratio = cluster.kv_peak_ratio()
     if hasattr(cluster, "close"):
         cluster.close()
@@ -119,9 +127,33 @@ def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> Tim
     if not scenario.timeline.enabled or span is None:
         return None
     interval = scenario.timeline.interval_ms or auto_interval_ms(*span)
+    check_timeline_size(scenario, span[1] - span[0], interval)
     sampler = TimelineSampler(env, cluster, lanes, feed, interval)
     env.process(sampler.process())
     return sampler
+
+
+def _beyond(times: np.ndarray) -> bool:
+    return bool((times > MAX_TIME_MS).any() or np.isinf(times).any())
+
+
+def _run_bounded(env: SimEnvironment, scenario: Scenario, recorder: Recorder) -> None:
+    """Run to the end, or stop where float64 milliseconds stop resolving time.
+
+    A cluster absurdly slow for its workload would otherwise record instants of 1e300 ms, or
+    infinite ones, and write them as results; a TTFT known at dispatch is checked as well.
+    """
+    step, peek = env.step, env.peek  # SimPy's own run loop, with the clock bounded
+    while peek() <= MAX_TIME_MS:
+        step()
+    known = (recorder.ttft_ms, recorder.first_token_ms, recorder.finish_ms)
+    if peek() != math.inf or any(_beyond(np.frombuffer(times)) for times in known):
+        raise InputError(
+            "",  # the caller names the scenario file
+            "cluster",
+            f"the simulated clock passed {MAX_TIME_MS:g} ms (about 31,700 years) with work "
+            "left: the cluster is far too slow for this workload (check its rates and factors)",
+        )
 
 
 def _check_one_outcome_each(recorder: Recorder, table: RequestTable) -> None:

@@ -47,6 +47,7 @@ class Feed:
         self.table_span = (
             (float(table.arrival_ms[0]), float(table.arrival_ms[-1])) if len(table) else None
         )
+        self.last_arrival_ms = float(table.arrival_ms[-1]) if len(table) else 0.0
         self._next: Request | None = next(self._requests, None)
 
     @property

@@ -144,6 +144,12 @@ class ReactiveFeed:
             times.append(guess)
         return (min(times), max(times)) if times else None
 
+    @property
+    def last_arrival_ms(self) -> float:
+        """The last arrival known before the run (the timeline slows its sampling after it)."""
+        span = self.span()
+        return span[1] if span is not None else 0.0
+
     def __len__(self) -> int:
         return len(self.rows)
 

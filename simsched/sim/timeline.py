@@ -17,6 +17,7 @@ import pandas as pd
 import simpy
 
 from simsched.config.classes import BATCH, INTERACTIVE
+from simsched.errors import InputError
 from simsched.sim.feed import Feed
 from simsched.sim.lanes import Lanes
 
@@ -38,6 +39,20 @@ def auto_interval_ms(first_arrival_ms: float, last_arrival_ms: float) -> float:
     return max((last_arrival_ms - first_arrival_ms) / TARGET_SAMPLES, 1.0)
 
 
+def check_timeline_size(scenario, span_ms: float, interval_ms: float) -> None:
+    """Refuse a timeline whose samples over the arrival span alone exceed the limit."""
+    rows = span_ms / interval_ms * getattr(scenario.cluster, "replicas", 1)
+    most = scenario.limits.max_timeline_rows
+    if rows > most:
+        raise InputError(
+            "",  # the caller names the scenario file
+            "timeline.interval_ms",
+            f"a sample every {interval_ms:g} ms gives about {rows:,.0f} timeline rows over "
+            f"the arrivals, more than limits.max_timeline_rows ({most:,}); raise the interval "
+            "(or leave it out for about 2000 samples), or raise the limit",
+        )
+
+
 class TimelineSampler:
     def __init__(
         self, env: simpy.Environment, cluster, lanes: Lanes, feed: Feed, interval_ms: float
@@ -47,6 +62,7 @@ class TimelineSampler:
         self.lanes = lanes
         self.feed = feed
         self.interval_ms = interval_ms
+        self.last_arrival_ms = feed.last_arrival_ms
         self.rows: list[tuple] = []
         # prefix caching: free blocks holding cached prefixes, per replica, as a last column
         self.cached = cluster.cached_blocks if getattr(cluster, "prefix_caching", False) else None
@@ -63,8 +79,10 @@ class TimelineSampler:
             samples += 1
             if self._finished():
                 return
-            if samples % TARGET_SAMPLES == 0 and self.feed.next_arrival_ms is None:
-                self.interval_ms *= 2  # a long drain: keep the timeline's size bounded
+            if samples % TARGET_SAMPLES == 0 and self.env.now >= self.last_arrival_ms:
+                # A long drain: keep the timeline's size bounded. Judged by the clock, not by
+                # the feed: under scheduler_tick a busy scheduler leaves arrivals unread.
+                self.interval_ms *= 2
             yield self.env.timeout(self.interval_ms)
 
     def _sample(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from simsched.config.loading import load_scenario
 from simsched.config.overrides import OverrideError, format_assignment, parse_assignment, split_path
 from simsched.errors import InputError
+from simsched.studies.limits import check_points
 
 Axis = tuple[str, list[str], list[tuple[Any, ...]]]  # (flag, paths, a tuple of values per step)
 
@@ -117,7 +119,8 @@ def check_axes(path: str | Path, overrides: list[str], axes: list[Axis], load=No
             raise first_error
 
 
-def make_points(axes: list[Axis], base_seed: int, seeds: int) -> list[Point]:
+def make_points(axes: list[Axis], base_seed: int, seeds: int, label: str = "") -> list[Point]:
+    check_points(math.prod(len(axis[2]) for axis in axes), seeds, label)  # before building
     points: list[Point] = []
     for steps in itertools.product(*(axis[2] for axis in axes)):
         texts, labels, params = [], [], {}

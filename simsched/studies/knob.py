@@ -15,6 +15,7 @@ from typing import Any
 from simsched.config.overrides import OverrideError, get_path, split_path
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
+from simsched.studies.limits import check_candidates
 
 FLOAT_STEPS = 64  # a float knob's default step is (HI - LO) / FLOAT_STEPS
 Number = int | float
@@ -37,6 +38,8 @@ def knob_values(
     if _is_integer_knob(scenario, knob, (lo, hi, step), label, flag):
         return _integer_values(lo, hi, step, label)
     step = step if step is not None else (hi - lo) / FLOAT_STEPS
+    if step:
+        check_candidates(lo, hi, step, label)
     count = math.floor((hi - lo) / step + 1e-9) + 1 if step else 1
     values = [float(f"{lo + i * step:.12g}") for i in range(count)]
     return values if math.isclose(values[-1], hi) else [*values, float(hi)]
@@ -65,6 +68,7 @@ def _integer_values(lo: Number, hi: Number, step: Number | None, label: str) -> 
         if value is not None and not float(value).is_integer():
             raise InputError(label, flag, f"the knob is an integer setting; {value} is not one")
     lo, hi, step = int(lo), int(hi), int(step or 1)
+    check_candidates(lo, hi, step, label)
     values = list(range(lo, hi + 1, step))
     return values if values[-1] == hi else [*values, hi]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -65,7 +66,7 @@ def run_task(task: Task) -> Outcome:
         result = simulate(scenario, list(task.variants) or None, workloads=_WORKLOADS)
         return metrics_rows(result, classes=task.classes), None
     except InputError as exc:
-        source = task.label if exc.source == task.path else exc.source
+        source = task.label if exc.source in (task.path, "") else exc.source
         return [], str(relabel(exc, dict(task.labels), source))
     except Exception as exc:  # a bug at one point must not lose the other points' results
         return [], f"{type(exc).__name__}: {exc}"
@@ -91,9 +92,12 @@ class LocalPool:
             self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context)
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self.pool is not None:  # on Ctrl-C, drop the tasks not yet started
-            self.pool.shutdown(wait=True, cancel_futures=True)
+    def __exit__(self, exc_type: type | None, *exc: object) -> None:
+        if self.pool is None:
+            return
+        if exc_type is not None:  # Ctrl-C, SIGTERM or an error: no worker may run on after us
+            _stop_workers(self.pool)
+        self.pool.shutdown(wait=True, cancel_futures=True)  # drop the tasks not yet started
 
     def run(self, tasks: list[Task], tick: Progress) -> list[Outcome]:
         if self.pool is None:
@@ -123,6 +127,13 @@ WORKERS_DID_NOT_START = (
 
 def _broken(future: Future) -> bool:
     return isinstance(future.exception(), BrokenProcessPool)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    # The executor keeps its worker processes in `_processes` (the same since Python 3.2);
+    # shutdown() alone would wait for the points they are running.
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 def _start_method() -> str:
@@ -159,13 +170,37 @@ def run_on_client(client, tasks: list[Task], tick: Progress) -> list[Outcome]:
 
 
 def connect_dask(address: str, timeout_s: float):
+    """A client of the scheduler at `address`, or an InputError within about `timeout_s`.
+
+    The connection is made on a helper thread and waited for with a deadline: a server that
+    is not a Dask scheduler can make the client wait for ever (one that accepts and stays
+    silent) or fail in any way (an HTTP reply read as a 2.82 EiB frame is a MemoryError).
+    """
     try:
         from distributed import Client
     except ImportError:
         raise InputError(
             "--dask", address, "needs dask.distributed (pip install dask[distributed])"
         ) from None
-    try:
-        return Client(address, timeout=timeout_s)
-    except (OSError, ValueError, TypeError) as exc:
-        raise InputError("--dask", address, f"cannot reach the Dask scheduler: {exc}") from None
+    box: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = Client(address, timeout=timeout_s)
+        except BaseException as exc:  # whatever a stranger's reply makes of the client
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, name="simsched-dask-connect", daemon=True)
+    thread.start()
+    thread.join(timeout_s + 1.0)
+    if thread.is_alive():
+        raise InputError("--dask", address, f"no Dask scheduler answered within {timeout_s:g} s")
+    if "error" in box:
+        error = box["error"]
+        problem = (
+            str(error)
+            if isinstance(error, (OSError, ValueError, TypeError))
+            else (f"not a Dask scheduler ({type(error).__name__})")
+        )
+        raise InputError("--dask", address, f"cannot reach the Dask scheduler: {problem}")
+    return box["client"]

@@ -75,7 +75,7 @@ def sweep(
     refuse_shadowed_overrides(base, overrides, None, label)
     _refuse_shadowed_paths(base, axes, label)
     check_axes(path, overrides or [], axes, load)
-    points = make_points(axes, base.seed, _positive(seeds, "--seeds", label))
+    points = make_points(axes, base.seed, _positive(seeds, "--seeds", label), label)
     study = uuid.uuid4().hex  # workers reuse workloads within this sweep only
     tasks = [_task(path, raw, label, overrides or [], point, study) for point in points]
     runner = (

@@ -9,6 +9,7 @@ import numpy as np
 
 from simsched.errors import InputError
 from simsched.workload.generators import generate_tenant
+from simsched.workload.limits import check_request_budget, check_times
 from simsched.workload.prefix_sources import with_prefixes
 from simsched.workload.prefixes import ChainIds
 from simsched.workload.session_plans import is_reactive
@@ -18,20 +19,24 @@ from simsched.workload.traces import tenant_trace_table
 
 
 def build_workload(scenario) -> RequestTable:
+    check_request_budget(scenario)  # before generating: a billion requests never start
     interner = ChainIds()  # one per workload: equal chain ids mean equal prompt prefixes
     tables = [
         with_prefixes(
-            generate_tenant(tenant, index, tenant_rng(scenario.seed, tenant.id)),
+            _timed(generate_tenant(tenant, index, rng), scenario, f"tenants[{index}].arrivals"),
             tenant,
             interner,
             prefix_rng(scenario.seed, tenant.id),
         )
         for index, tenant in enumerate(scenario.tenants)
         if tenant.arrivals is not None and not is_reactive(tenant)  # sessions: sent as they go
+        for rng in [tenant_rng(scenario.seed, tenant.id)]
     ]
     tables += [
         with_prefixes(
-            tenant_trace_table(tenant.trace, tenant, index),
+            _timed(
+                tenant_trace_table(tenant.trace, tenant, index), scenario, f"tenants[{index}].trace"
+            ),
             tenant,
             interner,
             prefix_rng(scenario.seed, tenant.id),
@@ -40,9 +45,15 @@ def build_workload(scenario) -> RequestTable:
         if tenant.trace is not None
     ]
     if scenario.trace is not None:
-        tables.append(read_trace_csv(scenario.trace.path, scenario.tenants))
+        trace = read_trace_csv(scenario.trace.path, scenario.tenants)
+        tables.append(_timed(trace, scenario, "trace"))
     table = merge_sorted(tables)
     _reject_duplicate_ids(table, scenario)
+    return table
+
+
+def _timed(table: RequestTable, scenario, where: str) -> RequestTable:
+    check_times(table.arrival_ms, "", where)  # the caller names the scenario file
     return table
 
 

@@ -15,7 +15,9 @@ import numpy as np
 from simsched.errors import InputError
 
 PREFILL, DECODE = 0, 1  # columns of a trace's (prefill, decode) pairs
-MAX_TOKENS = float(2**53)  # above this a float64 no longer holds every whole number
+# The longest request, as for a fixed length or a trace row: with weights bounded by 1e6, a
+# request's service tokens stay exact integers far inside int64.
+MAX_TOKENS = 2**31 - 1
 
 
 def draw_token_lengths(
@@ -50,7 +52,7 @@ def draw_lengths(spec, count: int, rng: np.random.Generator, column: int = PREFI
 
 def clip(spec, raw: np.ndarray) -> np.ndarray:
     low = spec.min if spec.min is not None else 1
-    high = spec.max if spec.max is not None else MAX_TOKENS
+    high = min(spec.max, MAX_TOKENS) if spec.max is not None else MAX_TOKENS
     return np.clip(np.rint(raw), max(low, 1), high).astype(np.int64)
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 from simsched.config.classes import CLASS_INDEX
 from simsched.config.yaml_io import read_text  # the same file checks as for scenarios
 from simsched.errors import InputError, display_path
-from simsched.workload.formats.checks import fail, numbers
+from simsched.workload.formats.checks import check_shape, fail, numbers
 from simsched.workload.table import RequestTable
 
 REQUIRED = ("request_id", "tenant_id", "arrival_ms", "prefill_tokens", "decode_tokens")
@@ -55,6 +55,7 @@ def _read_frame(path: Path, label: str) -> pd.DataFrame:
         text = read_text(path, "trace file")
     except InputError as exc:  # name the trace as every other trace message does
         raise InputError(label, exc.where, exc.message) from None
+    check_shape(text, label)
     text_columns = {name: str for name in TEXT_COLUMNS}
     try:
         with warnings.catch_warnings():

@@ -19,7 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.errors import InputError
-from simsched.outputs.atomic import output_folder, publish_folder, staging_folder
+from simsched.outputs.atomic import publish_folder, staging_folder
+from simsched.outputs.preflight import check_output_folder
 from simsched.outputs.report.cache_plots import has_hit_rates, prefix_hit_rates
 from simsched.outputs.report.data import ScenarioData, read_results_folder, result_data
 from simsched.outputs.report.page import write_index
@@ -93,8 +94,12 @@ def sweep_report(table: pd.DataFrame, name: str, folder: Path) -> None:
 
 def publish(out_dir: str | Path, build: Callable[[Path], None]) -> Path:
     """Build the report in a temporary folder beside `out_dir`, then move it into place."""
-    target = output_folder(out_dir)
+    target = check_output_folder(out_dir, "--out")
+    from matplotlib import rc_context  # lazy: matplotlib only when a report is drawn
+
     with staging_folder(target, mode=0o755) as staging:  # a report is meant to be shared
-        build(staging)
+        # Labels are names (tenant ids, variants), never mathematics: `$x^$` is text.
+        with rc_context({"text.parse_math": False}):
+            build(staging)
         publish_folder(staging, target)
     return target

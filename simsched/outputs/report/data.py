@@ -57,11 +57,9 @@ def read_results_folder(folder: Path) -> ScenarioData:
     tenants = _read_csv(folder / TENANTS_FILE, required=True)
     timeline = _read_csv(folder / TIMELINE_FILE, required=False)
     summary = _read_summary(folder / SUMMARY_FILE)
+    _check_unique(tenants, folder / TENANTS_FILE)
     variants = list(dict.fromkeys(tenants["variant"].astype(str)))
-    slo = {
-        v: {"interactive": summary.get("slo", {}).get(v, {}).get("interactive_ttft_ms")}
-        for v in variants
-    }
+    slo = {v: {"interactive": _slo_target(summary, v, folder / SUMMARY_FILE)} for v in variants}
     title = str(summary.get("scenario", folder.name))
     return ScenarioData(title, variants, requests, _tenants_only(tenants), timeline, slo)
 
@@ -84,9 +82,49 @@ def _read_csv(path: Path, required: bool) -> pd.DataFrame | None:
     missing = [c for c in EXPECTED_COLUMNS.get(path.name, ()) if c not in frame.columns]
     if missing:
         raise InputError(str(path), "header", f"missing column(s): {', '.join(missing)}")
+    for column in NUMERIC_COLUMNS.get(path.name, ()):
+        _check_numeric(frame, column, path)
     return frame
 
 
+def _check_numeric(frame: pd.DataFrame, column: str, path: Path) -> None:
+    """A column the plots compute with holds numbers (or empty cells), not text."""
+    if pd.api.types.is_numeric_dtype(frame[column]):
+        return
+    values = pd.to_numeric(frame[column], errors="coerce")
+    bad = values.isna() & frame[column].notna()
+    if bad.any():
+        row = int(bad.to_numpy().argmax())
+        shown = frame[column].iloc[row]
+        raise InputError(str(path), f"line {row + 2}", f"{column} {shown!r} is not a number")
+    frame[column] = values
+
+
+def _check_unique(tenants: pd.DataFrame, path: Path) -> None:
+    repeated = tenants.duplicated(["variant", "tenant_id"])
+    if repeated.any():
+        row = int(repeated.to_numpy().argmax())
+        tenant = tenants["tenant_id"].iloc[row]
+        raise InputError(str(path), f"line {row + 2}", f"tenant {tenant!r} is listed twice")
+
+
+def _slo_target(summary: dict[str, Any], variant: str, path: Path) -> float | None:
+    slo = summary.get("slo", {})
+    verdict = slo.get(variant, {}) if isinstance(slo, dict) else None
+    if not isinstance(verdict, dict):
+        raise InputError(str(path), "slo", "is not a mapping of variants to SLO verdicts")
+    target = verdict.get("interactive_ttft_ms")
+    if target is not None and not isinstance(target, (int, float)):
+        raise InputError(str(path), f"slo.{variant}.interactive_ttft_ms", "is not a number")
+    return target
+
+
+# Columns the plots compute with: they must hold numbers.
+NUMERIC_COLUMNS = {
+    REQUESTS_FILE: ("status_code", "ttft_ms", "dispatch_ms"),
+    TENANTS_FILE: ("weight",),
+    TIMELINE_FILE: ("time_ms", "replica", "kv_blocks_used", "kv_blocks_total"),
+}
 # What the plots read from each file of a results folder.
 EXPECTED_COLUMNS = {
     REQUESTS_FILE: ("variant", "tenant_id", "status_code", "reason", "ttft_ms", "dispatch_ms"),
@@ -97,6 +135,9 @@ EXPECTED_COLUMNS = {
 
 def _read_summary(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        summary = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     except (ValueError, OSError) as exc:
         raise InputError(str(path), "", f"cannot read: {exc}") from None
+    if not isinstance(summary, dict):
+        raise InputError(str(path), "", "is not a JSON object (a summary written by simsched)")
+    return summary

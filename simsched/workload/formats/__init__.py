@@ -21,6 +21,7 @@ windows and caches whatever a reader returns.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +84,10 @@ def read_length_pairs(path: str | Path, format: str) -> tuple[np.ndarray, np.nda
     """Every row's (prefill, decode) tokens, read once per file: tenants and variants share it."""
     if format not in FORMATS:
         raise _unknown_format(display_path(path), format)
-    path = Path(path).resolve()
+    try:
+        path = Path(path).resolve()
+    except (OSError, RuntimeError):  # a symlink loop: read_text names it
+        path = Path(os.path.abspath(path))
     try:
         stat = path.stat()
         version = (stat.st_mtime_ns, stat.st_size)  # an edited file is read afresh

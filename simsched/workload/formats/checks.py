@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
 import numpy as np
 import pandas as pd
 
@@ -36,3 +39,24 @@ def numbers(
             message = f"{column} is empty" if not shown else f"{column} {shown!r} {what}"
             raise fail(label, int(text.index[position]), message)
     return values.astype(np.int64) if integer else values
+
+
+def check_shape(text: str, label: str) -> None:
+    """Every row has as many fields as the header, and no column is named twice.
+
+    pandas would fill a short row with empty cells (or drop it, when the cells it reads are
+    all empty), read a long row's surplus under no column, and rename a repeated column; each
+    hides a damaged file. Blank lines are allowed.
+    """
+    reader = csv.reader(io.StringIO(text))
+    header = [name.strip() for name in next(reader, [])]
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise InputError(label, "header", f"column {name!r} is named twice")
+        seen.add(name)
+    width = len(header)
+    for row in reader:
+        if len(row) != width and any(cell.strip() for cell in row):
+            fields = f"{len(row)} field{'s' if len(row) != 1 else ''}"
+            raise fail(label, reader.line_num, f"{fields}, but the header names {width}")

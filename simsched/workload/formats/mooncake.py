@@ -27,7 +27,7 @@ def read_mooncake(text: str, label: str, filters: dict):
     index = pd.Index([number for number, _ in rows])
     times, prefill, decode = (pd.Series(values[:, i], index=index) for i in range(3))
     return (
-        numbers(times, "timestamp", label, integer=False),
+        numbers(times, "timestamp", label, integer=False, non_negative=True),
         numbers(prefill, "input_length", label, integer=True),
         numbers(decode, "output_length", label, integer=True),
     )
@@ -35,9 +35,13 @@ def read_mooncake(text: str, label: str, filters: dict):
 
 def _row(line: str, number: int, label: str) -> tuple:
     try:
-        record = json.loads(line)
+        record = json.loads(line, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise fail(label, number, f"not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise fail(label, number, "JSON nested too deeply") from None
+    except _RepeatedKey as exc:
+        raise fail(label, number, f"key {exc.args[0]!r} is given twice") from None
     if not isinstance(record, dict):
         raise fail(label, number, "is not a JSON object")
     missing = [key for key in MOONCAKE_KEYS if key not in record]
@@ -51,3 +55,17 @@ def _plain(value) -> float | str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     return "" if value is None else str(value)
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    # json keeps the last of two equal keys; a record that says two things says neither
+    record: dict = {}
+    for key, value in pairs:
+        if key in record:
+            raise _RepeatedKey(key)
+        record[key] = value
+    return record

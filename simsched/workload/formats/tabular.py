@@ -17,10 +17,11 @@ import numpy as np
 import pandas as pd
 
 from simsched.errors import InputError
-from simsched.workload.formats.checks import fail, numbers
+from simsched.workload.formats.checks import check_shape, fail, numbers
 
 AZURE_TIME_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")  # a whole second may omit .f
 FILTERS = {"model": "Model", "log_type": "Log Type"}  # burstgpt only
+FIRST_YEAR, LAST_YEAR = 1678, 2261  # whole years of int64 nanoseconds since 1970
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Layout:
             if value is not None:
                 frame = _filter(frame, FILTERS[key], value, label)
         if self.time_to_ms:
-            times = numbers(frame[self.time], self.time, label, integer=False)
+            times = numbers(frame[self.time], self.time, label, integer=False, non_negative=True)
             times = times * self.time_to_ms
         else:
             times = _wall_clock_ns(frame[self.time], self.time, label)
@@ -58,6 +59,7 @@ LAYOUTS = {
 
 
 def _read_csv(text: str, wanted: list[str], label: str) -> pd.DataFrame:
+    check_shape(text, label)
     try:
         frame = pd.read_csv(
             io.StringIO(text),
@@ -79,6 +81,20 @@ def _read_csv(text: str, wanted: list[str], label: str) -> pd.DataFrame:
     return frame
 
 
+def _check_years(stripped: pd.Series, lines: pd.Index, column: str, label: str) -> None:
+    """Times as int64 ns reach from 1677-09-21 to 2262-04-11: refuse years outside, by line
+    (pandas would raise, or call the time unreadable)."""
+    years = pd.to_numeric(stripped.str.slice(0, 4), errors="coerce").to_numpy()
+    outside = (years < FIRST_YEAR) | (years > LAST_YEAR)
+    if outside.any():
+        position = int(np.argmax(outside))
+        message = (
+            f"{column} {stripped.iloc[position]!r} is outside the years {FIRST_YEAR}-{LAST_YEAR} "
+            "a nanosecond clock holds"
+        )
+        raise fail(label, int(lines[position]), message)
+
+
 def _filter(frame: pd.DataFrame, column: str, value: str, label: str) -> pd.DataFrame:
     kept = frame[frame[column].str.strip() == value]
     if kept.empty:
@@ -89,6 +105,7 @@ def _filter(frame: pd.DataFrame, column: str, value: str, label: str) -> pd.Data
 
 def _wall_clock_ns(text: pd.Series, column: str, label: str) -> np.ndarray:
     stripped = text.str.strip()
+    _check_years(stripped, text.index, column, label)
     stamps = pd.to_datetime(stripped, format=AZURE_TIME_FORMATS[0], errors="coerce")
     missing = stamps.isna()
     if missing.any():

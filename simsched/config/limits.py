@@ -1,0 +1,30 @@
+"""`limits`: how large a run may grow before simsched refuses it rather than start it.
+
+A scenario can ask, in a few characters, for more than any machine holds (a billion requests, a
+million replicas, a timeline sample every microsecond over days). Such runs are refused up front
+with a message naming the setting; one who has the memory raises the limit
+(`--set limits.max_requests=50000000`). docs/scenario.md#limits.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Positive = Annotated[int, Field(ge=1)]
+
+# About what a request costs from generation to the written files (columns, outcome slot,
+# frames, CSV rows): used to say how much memory a refused run would have needed.
+BYTES_PER_REQUEST = 1024
+
+
+class Limits(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    # Expected requests of the whole workload (about 10 GiB at the default), and also the most
+    # on/off sojourns one tenant's arrival process may draw.
+    max_requests: Positive = 10_000_000
+    max_replicas: Positive = 4096
+    # Timeline rows over the arrival span (samples x replicas); a row is about 100 bytes.
+    max_timeline_rows: Positive = 5_000_000

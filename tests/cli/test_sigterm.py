@@ -1,0 +1,93 @@
+"""Issue 10 item 13: SIGTERM is handled like Ctrl-C.
+
+It used to kill `simsched` outright, leaving a hidden staging folder and, under
+`sweep --jobs 2`, worker processes that ran on. Now the command stops as on SIGINT: one line on
+stderr, exit status 143 (128 + SIGTERM), nothing left in the output folder's parent, no worker
+process left behind.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+STUDY = REPO / "scenarios" / "noisy_neighbor.yaml"
+SLOW = "tenants.0.arrivals={kind: poisson, rate_per_s: 4000, duration_s: 60}"
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+
+
+def _descendants(pid: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "simsched", *args],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _terminate(process: subprocess.Popen) -> str:
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def test_sigterm_during_a_run_leaves_nothing(tmp_path: Path) -> None:
+    process = _start(tmp_path, "scenario", str(STUDY), "--set", SLOW, "--out", "out")
+    time.sleep(2.0)
+    assert process.poll() is None, "the run ended before the signal"
+    assert "interrupted" in _terminate(process)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_stops_sweep_workers(tmp_path: Path) -> None:
+    process = _start(
+        tmp_path, "sweep", str(STUDY), "--set", SLOW, "--grid", "seed=1,2,3,4", "--jobs", "2",
+        "--out", "x.csv",
+    )  # fmt: skip
+    deadline, workers = time.monotonic() + 20, set()
+    while time.monotonic() < deadline and len(workers) < 2:
+        time.sleep(0.2)
+        workers = _descendants(process.pid)
+    assert workers, "no worker process started"
+    time.sleep(0.5)
+    _terminate(process)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
+        time.sleep(0.1)
+    assert not [pid for pid in workers if _alive(pid)]
+    assert list(tmp_path.iterdir()) == []

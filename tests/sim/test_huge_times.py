@@ -1,0 +1,48 @@
+"""Issue 10 item 13: huge times are refused, never written as `inf` or `Infinity`.
+
+A cluster a trillion times too slow used to give `finish_ms=inf` in requests.csv and
+`Infinity` in summary.json (which is not JSON); now the run stops when the simulated clock
+passes what float64 milliseconds resolve, with one line naming the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from simsched.config.loading import load_scenario
+from simsched.errors import InputError
+from simsched.outputs.files import json_safe
+from simsched.results.simulate import simulate
+
+REPO = Path(__file__).resolve().parents[2]
+STUDY = REPO / "scenarios" / "noisy_neighbor.yaml"
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "cluster.service_tokens_per_ms=1e-300",
+        "cluster.prefill_tokens_per_ms=1e-300",
+    ],
+)
+def test_a_clock_beyond_any_resolution_is_refused(override: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(InputError, match="cluster"):
+        simulate(load_scenario(STUDY, [override]), ["service_token_drr_with_admission"])
+    assert time.perf_counter() - start < 5.0
+
+
+def test_summaries_are_valid_json() -> None:
+    data = {"a": math.inf, "b": [math.nan, 1.5, -math.inf], "c": {"d": 2}}
+    text = json.dumps(json_safe(data), allow_nan=False)
+    assert json.loads(text) == {"a": None, "b": [None, 1.5, None], "c": {"d": 2}}
+
+
+def test_huge_but_representable_settings_are_refused_at_load() -> None:
+    with pytest.raises(InputError, match="cluster.kv_hold_factor"):
+        load_scenario(STUDY, ["cluster.kv_hold_factor=1e300"])

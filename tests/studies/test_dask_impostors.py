@@ -1,0 +1,59 @@
+"""Issue 10 item 13: `--dask` at something that is not a Dask scheduler fails in bounded time.
+
+An HTTP server's reply used to be read as a 2.82 EiB message header (MemoryError), and a server
+that accepts and says nothing hung past the documented timeout. The servers here listen on
+127.0.0.1 only and live for one test.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from simsched.errors import InputError
+from simsched.studies.runners import connect_dask
+
+pytest.importorskip("distributed")
+
+
+def _reply(conn: socket.socket, mode: str) -> None:
+    with conn:
+        if mode == "http":
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        elif mode == "garbage":
+            conn.sendall(b"\xff" * 64)
+        time.sleep(3)  # "silent" says nothing at all
+
+
+@pytest.fixture(params=["silent", "http", "garbage"])
+def impostor(request) -> Iterator[str]:
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            threading.Thread(target=_reply, args=(conn, request.param), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join(2)
+    server.close()
+
+
+def test_a_server_that_is_not_dask_fails_in_time(impostor: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(InputError, match="--dask"):
+        connect_dask(impostor, 1.0)
+    assert time.perf_counter() - start < 4.0
