@@ -106,3 +106,6 @@ def register(app: typer.Typer) -> None:
     app.command()(sweep)
     app.command()(plan)
     app.command()(report)
+    from simsched.calibration.command import calibrate_command
+
+    app.command("calibrate")(calibrate_command)
