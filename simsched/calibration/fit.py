@@ -11,6 +11,7 @@ difference would see noise). All of it is deterministic: the same file gives the
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from simsched.loading import load_scenario
 from simsched.simulation import simulate
 
 DIFF_STEP = 0.02
+TOLERANCE = 1e-3  # stop when a step improves the cost or moves the settings by less than 0.1%
 MISSING = 10.0  # the residual of a case with no served request: far off, but finite
 
 
@@ -47,8 +49,11 @@ def run_case(job: tuple[str, tuple[str, ...], str]) -> float:
 class Evaluator:
     """Every case simulated with given setting values, cached, in parallel over `jobs`."""
 
-    def __init__(self, path: Path, spec: CalibrationFile, jobs: int) -> None:
+    def __init__(
+        self, path: Path, spec: CalibrationFile, jobs: int, progress: Callable | None = None
+    ) -> None:
         self.base = path.parent
+        self.progress = progress
         self.spec = spec
         self.pool = ProcessPoolExecutor(jobs) if jobs > 1 else None
         self.cache: dict[tuple[float, ...], list[float]] = {}
@@ -73,6 +78,8 @@ class Evaluator:
             jobs = self.jobs(values)
             runs = self.pool.map(run_case, jobs) if self.pool else map(run_case, jobs)
             self.cache[key] = list(runs)
+            if self.progress is not None:
+                self.progress(len(self.cache), values, self.cache[key])
         return self.cache[key]
 
     def close(self) -> None:
@@ -80,9 +87,12 @@ class Evaluator:
             self.pool.shutdown()
 
 
-def calibrate(path: Path, jobs: int = 1, fit: bool = True) -> Calibration:
+def calibrate(
+    path: Path, jobs: int = 1, fit: bool = True, progress: Callable | None = None
+) -> Calibration:
+    """Fit the file's settings; `progress(n, values, simulated)` after each new evaluation."""
     spec, measured, _ = load_calibration(path)  # every case checked before any runs
-    evaluate = Evaluator(path, spec, jobs)
+    evaluate = Evaluator(path, spec, jobs, progress)
     try:
         before = evaluate(None)
         low = np.array([s.low for s in spec.settings])
@@ -108,6 +118,8 @@ def calibrate(path: Path, jobs: int = 1, fit: bool = True) -> Calibration:
                 diff_step=DIFF_STEP,
                 max_nfev=spec.max_evaluations,
                 method="trf",
+                ftol=TOLERANCE,
+                xtol=TOLERANCE,
             ).x
         else:
             found = x0

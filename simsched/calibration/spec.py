@@ -30,6 +30,7 @@ class Setting(Model):
     """A numeric setting to fit, within [low, high], starting at `start` (default: the middle)."""
 
     path: Annotated[str, Field(min_length=1)]
+    name: str = ""  # what it stands for, e.g. the preset field it becomes
     low: Finite
     high: Finite
     start: Finite | None = None
@@ -101,7 +102,11 @@ def load_calibration(path: Path) -> tuple[CalibrationFile, list[float], list[Any
             raise InputError(label, f"cases[{i}].scenario", f"no such file: {case.scenario}")
         overrides = [f"{s.path}={s.initial}" for s in spec.settings if applies(s, case.name)]
         overrides += case.set
-        scenarios.append(load_scenario(scenario_path, overrides))  # fails now, not mid-fit
+        try:  # fails now, not mid-fit; the message names the case and then the scenario
+            scenarios.append(load_scenario(scenario_path, overrides))
+        except InputError as exc:
+            field = "set" if "--set" in str(exc) else "scenario"
+            raise InputError(label, f"cases[{i}].{field}", str(exc)) from None
     return spec, measured, scenarios
 
 

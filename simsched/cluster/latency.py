@@ -71,7 +71,8 @@ class RooflineLatency:
     def __init__(self, config: Any, gpu: Any, model: Any, tp: int) -> None:
         dtype = compute_dtype(model)
         # attention runs in BF16 unless the weights and the KV cache are both FP8 (FP8 kernels)
-        attn_dtype = dtype if dtype == "fp8" and getattr(model, "kv_dtype", None) == "fp8" else "bf16"
+        fp8_cache = getattr(model, "kv_dtype", None) == "fp8"
+        attn_dtype = dtype if dtype == "fp8" and fp8_cache else "bf16"
         share = config.compute_efficiency or config.efficiency
         gemm_eff = share or _gpu_share(gpu, dtype)
         attn_eff = share or _gpu_share(gpu, attn_dtype)
@@ -178,13 +179,30 @@ def sustained_tokens_per_ms(latency: Latency, config: Any) -> float:
 def peak_tokens_per_ms(latency: Latency, budget: int, max_seqs: int) -> float:
     """An upper bound of tokens per ms for any iteration within the token and sequence limits.
 
-    Attention and cache reads only add time, so the bound drops them. With them gone both models
-    give a linear-fractional rate (the roofline's depends on prefill + decode tokens alone and
-    grows with them), whose maximum over the budget polygon lies at one of its corners.
+    Attention and cache reads only add time, so the bound drops them. Without them the rate is
+    linear-fractional wherever the roofline's GEMM term is on one side of its max, so over the
+    budget polygon its maximum lies at a corner or where an edge crosses from compute-bound to
+    weight-bound (the linear model has no such crossing).
     """
     seqs = min(max_seqs, budget)
     corners = [(budget, 0), (budget - seqs, seqs), (0, seqs)]
+    points = list(corners)
+    if isinstance(latency, RooflineLatency):
+        for (p0, d0), (p1, d1) in zip(corners, corners[1:] + corners[:1], strict=True):
+            f0, f1 = (
+                _compute_minus_weights(latency, p0, d0),
+                _compute_minus_weights(latency, p1, d1),
+            )
+            if f0 * f1 < 0:
+                s = f0 / (f0 - f1)
+                points.append((p0 + s * (p1 - p0), d0 + s * (d1 - d0)))
     return max(
         (prefill + decode) / float(latency.iteration_ms(prefill, 0, 0, decode, 0))
-        for prefill, decode in corners
+        for prefill, decode in points
+        if prefill + decode > 0
     )
+
+
+def _compute_minus_weights(latency: RooflineLatency, prefill: float, decode: float) -> float:
+    tokens = prefill + decode
+    return latency.token_ms * tokens + latency.head_ms * decode - latency.weights_ms
