@@ -118,7 +118,10 @@ def test_hf_config_model_and_front_end_time(tmp_path: Path) -> None:
     bare = simulate(
         load_scenario(
             tmp_path / "s.yaml",
-            ["cluster.latency_model.frontend_before_ms=0", "cluster.latency_model.frontend_after_ms=0"],
+            [
+                "cluster.latency_model.frontend_before_ms=0",
+                "cluster.latency_model.frontend_after_ms=0",
+            ],
         )
     ).requests
     assert frame["ttft_ms"][0] == pytest.approx(bare["ttft_ms"][0] + 30, abs=0.01)
@@ -141,3 +144,34 @@ def test_multi_step_scheduling_admits_new_requests_every_k_steps(tmp_path: Path)
     for steps, ttft in [(1, 15.0), (8, 65.0)]:  # B starts at 30 ms, or at iteration 8 (80 ms)
         frame = simulate(load_scenario(path, [f"cluster.num_scheduler_steps={steps}"])).requests
         assert frame.set_index("tenant_id")["ttft_ms"]["b"] == ttft
+
+
+@pytest.mark.parametrize(
+    ("config_text", "message"),
+    [
+        (None, "cannot read"),
+        ("{not json", "is not JSON"),
+        ('{"hidden_size": 4096}', "lacks 'num_attention_heads'"),
+        ('{"num_local_experts": 8}', "mixture-of-experts"),
+    ],
+)
+def test_bad_hf_config_is_one_line_exit_2(
+    config_text: str | None,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from simsched.cli import main
+
+    if config_text is not None:
+        (tmp_path / "config.json").write_text(config_text, encoding="utf-8")
+    cluster = "  service_model: continuous_batching\n  model: {hf_config: config.json}"
+    write_scenario(tmp_path, cluster, ONE_REQUEST)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["simsched", "validate", "s.yaml"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1
+    assert err.startswith("s.yaml: cluster.model: ") and message in err
