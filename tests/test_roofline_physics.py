@@ -91,7 +91,8 @@ def test_presets_parameter_counts_follow_their_shapes() -> None:
 def write_scenario(folder: Path, cluster: str, tenants: str) -> Path:
     path = folder / "s.yaml"
     path.write_text(
-        f"name: t\nseed: 1\ntenants:\n{tenants}\ncluster:\n{cluster}\nadmission: {{enabled: false}}\n",
+        f"name: t\nseed: 1\ntenants:\n{tenants}\ncluster:\n{cluster}\n"
+        "admission: {enabled: false}\n",
         encoding="utf-8",
     )
     return path
