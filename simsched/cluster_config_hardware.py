@@ -81,7 +81,7 @@ class RooflineLatencyConfig(Spec):
     overhead_ms: NonNegativeFloat = 1.07  # CPU per iteration: schedule, prepare, sample
     per_seq_ms: NonNegativeFloat = 0.0759  # CPU per running sequence per iteration
     allreduce_us: NonNegativeFloat = 30.3  # latency of one tensor-parallel all-reduce
-    frontend_before_ms: NonNegativeFloat = 20.0  # per request before its first token
+    frontend_before_ms: NonNegativeFloat = 30.0  # per request before its first token
     frontend_after_ms: NonNegativeFloat = 5.0  # per request after its last token
 
 

@@ -1,4 +1,4 @@
-"""How long one batching iteration of a replica takes: a linear fit, or a roofline of the hardware.
+"""How long one batching iteration of a replica takes: a linear fit, or a calibrated roofline.
 
 An iteration is described by five whole numbers: the prefill tokens it computes, the attended
 (query, key) pairs of those prefill tokens (causal: a chunk of `c` tokens after `d` cached ones
@@ -54,7 +54,7 @@ class LinearLatency:
 class RooflineLatency:
     """GEMMs as a roofline, plus attention, tensor-parallel all-reduces and CPU time, over `tp`.
 
-    gemm      = max(2 * body_params * tokens + 2 * vocab * hidden * decode_seqs) / compute,
+    gemm      = max((2 * body_params * tokens + 2 * vocab * hidden * decode_seqs) / compute,
                     weight_bytes / memory)
     attention = 4 * layers * heads * head_dim * prefill_pairs / compute_bf16
               + kv_bytes_per_token * (prefill_context + prefill_tokens + decode_context) / memory
