@@ -78,8 +78,8 @@ class RooflineLatencyConfig(Spec):
     efficiency: Share | None = None
     compute_efficiency: Share | None = None
     memory_efficiency: Share | None = None
-    overhead_ms: NonNegativeFloat = 1.07  # CPU per iteration: schedule, prepare, sample
-    per_seq_ms: NonNegativeFloat = 0.0759  # CPU per running sequence per iteration
+    overhead_ms: NonNegativeFloat = 1.08  # CPU per iteration: schedule, prepare, sample
+    per_seq_ms: NonNegativeFloat = 0.0748  # CPU per running sequence per iteration
     allreduce_us: NonNegativeFloat = 30.3  # latency of one tensor-parallel all-reduce
     frontend_before_ms: NonNegativeFloat = 30.0  # per request before its first token
     frontend_after_ms: NonNegativeFloat = 5.0  # per request after its last token

@@ -26,8 +26,8 @@ GIB = 1024**3
 # and its errors are in docs/continuous_batching.md, "Fidelity"). The H200 and H100 PCIe share
 # the H100's silicon and kernels, the A100 40GB the A100 80GB's.
 A100_BF16 = 0.6
-A100_MEMORY = 0.702
-H100_BF16 = 0.36
+A100_MEMORY = 0.703
+H100_BF16 = 0.359
 H100_FP8 = 0.476
 H100_MEMORY = 0.786
 H200_MEMORY = 0.743
