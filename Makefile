@@ -40,7 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 
 # Fit the GPU presets' efficiencies and the roofline's CPU and all-reduce costs to the published
-# measurements; the presets (simsched/cluster/presets.py) and roofline defaults carry these values.
+# measurements; the presets (simsched/config/presets.py) and roofline defaults carry these values.
 calibrate: $(STAMP)
 	$(BIN)/simsched calibrate calibration/published.yaml --jobs 2 --out calibration/fitted.yaml
 

@@ -14,9 +14,9 @@ import sys
 import time
 
 import simsched
-from simsched.engine import request_costs, run_variant
-from simsched.loading import resolve_variants
-from simsched.results import summarize, variant_frame
+from simsched.config.loading import resolve_variants
+from simsched.results.frames import summarize, variant_frame
+from simsched.sim.engine import request_costs, run_variant
 from simsched.workload import build_workload
 
 

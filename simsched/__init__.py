@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from simsched.config.loading import load_scenario
+from simsched.config.scenario import Scenario
 from simsched.errors import InputError
-from simsched.loading import load_scenario
-from simsched.results import SimulationResult
-from simsched.scenario import Scenario
-from simsched.simulation import simulate
-from simsched.sweep import sweep
+from simsched.results.frames import SimulationResult
+from simsched.results.simulate import simulate
+from simsched.studies.sweep import sweep
 
 __version__ = "0.1.0"
 

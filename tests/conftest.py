@@ -16,9 +16,9 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from simsched.engine import run_variant
-from simsched.loading import validate
-from simsched.scenario import Scenario
+from simsched.config.loading import validate
+from simsched.config.scenario import Scenario
+from simsched.sim.engine import run_variant
 from simsched.workload import build_workload
 
 TRACE_HEADER = (

@@ -7,11 +7,11 @@ from collections import Counter
 
 import numpy as np
 
+from simsched.config.trace_specs import tenant_trace_table
 from simsched.errors import InputError
 from simsched.workload.generators import generate_tenant
 from simsched.workload.table import RequestTable, merge_sorted
 from simsched.workload.trace_csv import read_trace_csv
-from simsched.workload.trace_specs import tenant_trace_table
 
 
 def build_workload(scenario) -> RequestTable:

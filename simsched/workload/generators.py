@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simsched.requests import CLASS_INDEX
+from simsched.sim.requests import CLASS_INDEX
 from simsched.workload.arrivals import arrival_times
 from simsched.workload.lengths import draw_token_lengths
 from simsched.workload.table import RequestTable

@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from simsched.atomic import write_text_atomic
 from simsched.errors import InputError
+from simsched.outputs.atomic import write_text_atomic
 from simsched.workload.servegen_lengths import (
     FIELDS,
     QUOTE_KEYS,

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simsched.config.yaml_io import read_text  # the same file checks as for scenarios
 from simsched.errors import InputError, display_path
-from simsched.requests import CLASS_INDEX
+from simsched.sim.requests import CLASS_INDEX
 from simsched.workload.formats.checks import fail, numbers
 from simsched.workload.table import RequestTable
-from simsched.yaml_io import read_text  # the same file checks as for scenarios
 
 REQUIRED = ("request_id", "tenant_id", "arrival_ms", "prefill_tokens", "decode_tokens")
 OPTIONAL = ("priority_class",)

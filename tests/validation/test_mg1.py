@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from simsched import simulate
-from simsched.loading import validate
+from simsched.config.loading import validate
 
 SERVICE_TOKENS_PER_MS = 45.0
 MEAN_PREFILL = 450  # tokens: a 10 ms mean service time

@@ -27,12 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
+from simsched.config.yaml_io import read_text
 from simsched.errors import InputError, display_path
 from simsched.workload.formats.checks import MAX_TOKENS
 from simsched.workload.formats.mooncake import MOONCAKE_KEYS, read_mooncake
 from simsched.workload.formats.tabular import AZURE_TIME_FORMATS, FILTERS, LAYOUTS
 from simsched.workload.formats.window import TraceColumns, check_window, window
-from simsched.yaml_io import read_text
 
 __all__ = [
     "AZURE_TIME_FORMATS",

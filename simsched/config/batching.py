@@ -1,0 +1,153 @@
+"""The `continuous_batching` service model's settings (no SimPy here).
+
+vLLM-like replicas (docs/continuous_batching.md): a replica count, the hardware and LLM model of
+each, given as preset names or mappings, its batching limits and its latency model.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+
+from simsched.config import presets
+from simsched.config.hardware import (
+    GpuSpec,
+    LatencyConfig,
+    ModelSpec,
+    RooflineLatencyConfig,
+)
+from simsched.sim.cluster.latency import build_latency, sustained_tokens_per_ms
+
+
+def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
+    """A before-validator: a preset name becomes its mapping (with the name kept in it)."""
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, dict) and "hf_config" in value:  # {hf_config: path, ...overrides}
+            rest = {k: v for k, v in value.items() if k != "hf_config"}
+            return {**presets.from_hf_config(str(value["hf_config"])), **rest}
+        if isinstance(value, dict) and "preset" in value:  # {preset: name, ...overrides}
+            rest = {k: v for k, v in value.items() if k != "preset"}
+            return {**resolve(value["preset"]), **rest}
+        if not isinstance(value, str):
+            return value
+        if value not in table:
+            raise ValueError(f"unknown {what} preset {value!r} (known: {', '.join(table)})")
+        return {"name": value, **table[value]}
+
+    return resolve
+
+
+class ContinuousBatchingConfig(BaseModel):
+    """Replicas with paged KV caches and iteration-level batching; see docs/continuous_batching.md.
+
+    Field order matters: validators read fields declared before them (gpu before tp, both before
+    model, all before num_gpu_blocks), so each error names the field to change.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    service_model: Literal["continuous_batching"]
+    replicas: Annotated[int, Field(gt=0)] = 1
+    gpu: Annotated[GpuSpec, BeforeValidator(_preset(presets.GPU_PRESETS, "gpu"))] = Field(
+        default_factory=lambda: GpuSpec(name="h100-80gb", **presets.GPU_PRESETS["h100-80gb"])
+    )
+    tp: Annotated[int, Field(gt=0)] = 1
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
+    model: Annotated[ModelSpec, BeforeValidator(_preset(presets.MODEL_PRESETS, "model"))] = Field(
+        default_factory=lambda: ModelSpec(name="llama-3-8b", **presets.MODEL_PRESETS["llama-3-8b"])
+    )
+    block_size: Annotated[int, Field(gt=0)] = 16
+    num_gpu_blocks: Annotated[int | None, Field(gt=0, validate_default=True)] = None
+    max_num_batched_tokens: Annotated[int, Field(gt=0)] = 2048
+    max_num_seqs: Annotated[int, Field(gt=0)] = 256
+    max_waiting_per_replica: Annotated[int, Field(gt=0)] = 8
+    latency_model: LatencyConfig = Field(
+        default_factory=lambda: RooflineLatencyConfig(kind="roofline")
+    )
+    router: Literal["round_robin", "least_outstanding", "least_kv"] = "least_kv"
+    fast_forward: bool = True
+    # vLLM's --num-scheduler-steps: the scheduler runs (and new requests join) every k steps
+    num_scheduler_steps: Annotated[int, Field(gt=0)] = 1
+
+    @field_validator("tp")
+    @classmethod
+    def _tp_fits_a_node(cls, tp: int, info: ValidationInfo) -> int:
+        gpu = info.data.get("gpu")
+        if gpu is not None and tp > gpu.gpus_per_node:
+            raise ValueError(
+                f"{tp} GPUs exceed the {gpu.gpus_per_node} per node of gpu {gpu.name!r}: "
+                "tensor parallelism stays inside one NVLink node"
+            )
+        return tp
+
+    @field_validator("model")
+    @classmethod
+    def _weights_fit(cls, model: ModelSpec, info: ValidationInfo) -> ModelSpec:
+        gpu, tp, share = (info.data.get(k) for k in ("gpu", "tp", "gpu_memory_utilization"))
+        if None in (gpu, tp, share):
+            return model  # an earlier field is invalid and already reported
+        usable = presets.usable_bytes(gpu, tp, share)
+        weights = presets.weight_bytes(model)
+        if weights >= usable:
+            raise ValueError(
+                f"{model.name!r} does not fit: its weights take {weights / presets.GIB:.1f} GiB, "
+                f"the replica may use {usable / presets.GIB:.1f} GiB (tp {tp} x "
+                f"{gpu.memory_gib:g} GiB x gpu_memory_utilization {share:g}); raise tp or "
+                "gpu_memory_utilization, or choose a larger gpu"
+            )
+        return model
+
+    @field_validator("num_gpu_blocks")
+    @classmethod
+    def _some_blocks(cls, blocks: int | None, info: ValidationInfo) -> int | None:
+        data = info.data
+        if blocks is not None or any(k not in data for k in ("gpu", "tp", "model", "block_size")):
+            return blocks
+        derived = presets.blocks_from_memory(
+            data["gpu"],
+            data["model"],
+            data["tp"],
+            data["gpu_memory_utilization"],
+            data["block_size"],
+        )
+        if derived == 0:
+            raise ValueError(
+                "the memory left beside the weights holds no KV block of "
+                f"{data['block_size']} tokens; raise gpu_memory_utilization or tp, or set it"
+            )
+        return blocks
+
+    @field_validator("max_num_seqs")
+    @classmethod
+    def _decodes_fit_the_budget(cls, seqs: int, info: ValidationInfo) -> int:
+        # Every running sequence decodes one token per iteration, so they must all fit the
+        # token budget (vLLM makes the same check).
+        budget = info.data.get("max_num_batched_tokens")
+        if budget is not None and seqs > budget:
+            raise ValueError(f"must not exceed max_num_batched_tokens ({budget})")
+        return seqs
+
+    # --- derived figures ---------------------------------------------------------------------
+    @property
+    def kv_block_tokens(self) -> int:
+        """Tokens per KV block, under the name the request costs use."""
+        return self.block_size
+
+    @property
+    def blocks_per_replica(self) -> int:
+        if self.num_gpu_blocks is not None:
+            return self.num_gpu_blocks
+        return presets.blocks_from_memory(
+            self.gpu, self.model, self.tp, self.gpu_memory_utilization, self.block_size
+        )
+
+    @property
+    def total_kv_blocks(self) -> int:
+        return self.blocks_per_replica * self.replicas
+
+    @property
+    def service_tokens_per_ms(self) -> float:
+        """The cluster's sustained rate, as the gateway's wait estimate uses it."""
+        return self.replicas * sustained_tokens_per_ms(build_latency(self), self)

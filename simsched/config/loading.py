@@ -1,0 +1,153 @@
+"""Reading scenario files: text -> YAML -> overrides -> validated, immutable `Scenario`.
+
+Every failure becomes an `InputError` naming the file and the field, so the CLI can print one line
+and exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from simsched.config.overrides import OverrideError, apply_overrides, overlapping, parse_assignment
+from simsched.config.scenario import Scenario
+from simsched.config.validation_errors import TAG_ERRORS, input_error
+from simsched.config.yaml_io import parse_yaml_mapping, read_text
+from simsched.errors import InputError
+
+# Reading text and YAML, and turning validation errors into messages, have modules of their own;
+# their names stay importable from here (the trace readers use read_text).
+__all__ = [
+    "BASE_VARIANT",
+    "TAG_ERRORS",
+    "load_scenario",
+    "parse_yaml_mapping",
+    "read_text",
+    "resolve_variants",
+    "select_variants",
+    "validate",
+]
+
+BASE_VARIANT = "base"
+
+
+def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
+    """Load, override (`["a.b=c", ...]`) and validate a scenario file, including its variants."""
+    path = Path(path)
+    label = str(path)
+    raw = parse_yaml_mapping(read_text(path, "scenario file"), label)
+    versions = [("", raw)]  # (the flag that made it, the raw mapping), the file's own first
+    for text in overrides or []:
+        versions.append((f"--set {text}", _override(versions[-1][1], text, label)))
+    _resolve_paths(versions[-1][1], path.parent)
+    scenario = _validate_versions(versions, label)
+    resolve_variants(scenario, label)  # a bad variant is a bad file: fail now, not mid-run
+    return scenario
+
+
+def validate(raw: dict[str, Any], label: str, context: str = "") -> Scenario:
+    try:
+        return Scenario.model_validate(raw)
+    except ValidationError as exc:
+        raise input_error(exc.errors()[0], label, context) from None
+
+
+def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -> Scenario:
+    """Validate the last version; a failure names the `--set` that brought it in.
+
+    The error belongs to the first version that already has it: the file itself, or the first
+    `--set` after which it appears (the last one, if only the flags together cause it).
+    """
+    try:
+        return Scenario.model_validate(versions[-1][1])
+    except ValidationError as exc:
+        error = exc.errors()[0]
+    owners = (flag for flag, raw in versions if _same_error(_first_error(raw), error))
+    raise input_error(error, label, next(owners, versions[-1][0]))
+
+
+def _first_error(raw: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        Scenario.model_validate(raw)
+    except ValidationError as exc:
+        return exc.errors()[0]
+    return None
+
+
+def _same_error(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
+    return a is not None and (a["loc"], a["type"], a["msg"]) == (b["loc"], b["type"], b["msg"])
+
+
+def resolve_variants(scenario: Scenario, label: str = "") -> list[tuple[str, Scenario]]:
+    """Each variant's full scenario: the base with that variant's overrides applied."""
+    if not scenario.variants:
+        return [(BASE_VARIANT, scenario)]
+    # Only what the file (and --set) said, as for --set: defaults of one cluster model must not
+    # travel into a variant that switches to another.
+    base = scenario.model_dump(mode="python", exclude={"variants"}, exclude_unset=True)
+    resolved = []
+    for index, variant in enumerate(scenario.variants):
+        context = f"variants[{index}] ({variant.name})"
+        try:
+            raw = apply_overrides(base, variant.set)
+        except OverrideError as exc:
+            raise InputError(label, context, str(exc)) from None
+        resolved.append((variant.name, validate(raw, label, context)))
+    return resolved
+
+
+def select_variants(
+    variants: list[tuple[str, Scenario]], names: list[str] | None, label: str
+) -> list[tuple[str, Scenario]]:
+    if not names:
+        return variants
+    known = [name for name, _ in variants]
+    for name in names:
+        if name not in known:
+            raise InputError(label, "--variant", f"no variant {name!r} (known: {', '.join(known)})")
+    return [(name, s) for name, s in variants if name in names]
+
+
+def _override(raw: dict[str, Any], text: str, label: str) -> dict[str, Any]:
+    try:
+        path, value = parse_assignment(text)
+        return apply_overrides(raw, {path: value})
+    except OverrideError as exc:  # the flag already shows the path
+        raise InputError(label, f"--set {text}", exc.problem) from None
+
+
+def _resolve_paths(node: Any, base_dir: Path) -> None:
+    """Every `path:` in a scenario (traces, trace-drawn lengths) is relative to the file."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            # `path:` in a mapping, or a variant's dotted `trace.path:` override
+            if _is_path_key(key) and isinstance(value, str) and value:
+                node[key] = os.path.abspath(
+                    base_dir / value
+                )  # no symlink following: keep the name given
+            else:
+                _resolve_paths(value, base_dir)
+    elif isinstance(node, list):
+        for item in node:
+            _resolve_paths(item, base_dir)
+
+
+def _is_path_key(key: Any) -> bool:
+    return isinstance(key, str) and (key in ("path", "hf_config") or key.endswith(".path"))
+
+
+def shadowing_variants(
+    scenario: Scenario, path: str, names: list[str] | None = None
+) -> list[tuple[str, str]]:
+    """(variant, its override) pairs that set `path` themselves, among the named variants (all by
+    default): a sweep or plan that varies `path` through the base would not change them."""
+    return [
+        (variant.name, key)
+        for variant in scenario.variants
+        if names is None or variant.name in names
+        for key in variant.set
+        if overlapping(key, path)
+    ]

@@ -1,0 +1,173 @@
+"""Scenario models: immutable, validated descriptions of a study (no SimPy, no pandas here).
+
+Every key is part of the scenario-file contract (docs/scenario.md); every default is the
+reference study's value. Models forbid unknown keys so that a typo is an error, not a silently
+ignored setting.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from simsched.config.cluster import ClusterConfig, TokenServerConfig
+from simsched.config.specs import ArrivalSpec, LengthSpec
+from simsched.config.trace_specs import TenantTrace
+from simsched.sim.policies import POLICIES
+
+PriorityClass = Literal["interactive", "batch"]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class Quota(Model):
+    """A token bucket in service tokens: it starts full and refills continuously."""
+
+    burst_service_tokens: PositiveFloat
+    sustained_service_tokens_per_sec: PositiveFloat
+
+
+def _at_least_a_millionth(weight: float) -> float:
+    if weight < 1e-6:
+        raise ValueError("must be at least 1e-06")
+    return weight
+
+
+class Tenant(Model):
+    id: Annotated[str, Field(min_length=1, pattern=r"\S")]
+    # Bounded so that weight-normalised service stays a finite float.
+    weight: Annotated[
+        float, Field(gt=0, le=1e6, allow_inf_nan=False), AfterValidator(_at_least_a_millionth)
+    ] = 1.0
+    priority: PriorityClass = "interactive"
+    quota: Quota | None = None
+    arrivals: ArrivalSpec | None = None
+    trace: TenantTrace | None = None  # replay a trace: every row is this tenant's
+    prefill_tokens: LengthSpec | None = None
+    decode_tokens: LengthSpec | None = None
+
+    @model_validator(mode="after")
+    def _generated_requests_need_sizes(self) -> Tenant:
+        if self.arrivals is not None and self.trace is not None:
+            raise ValueError("give either arrivals or trace, not both")
+        if self.arrivals is not None:
+            for key in ("prefill_tokens", "decode_tokens"):
+                if getattr(self, key) is None:
+                    raise ValueError(f"{key} is required when arrivals are given")
+        return self
+
+
+class TraceSource(Model):
+    """Requests replayed from a CSV file; `path` is relative to the scenario file."""
+
+    path: Annotated[str, Field(min_length=1)]
+
+
+class Scheduler(Model):
+    policy: str = "service_token_drr"
+    # Bounded so that service tokens (weights x token counts) stay well inside int64.
+    prefill_weight: Annotated[int, Field(gt=0, le=1_000_000)] = 1
+    decode_weight: Annotated[int, Field(gt=0, le=1_000_000)] = 4
+    base_quantum_tokens: Annotated[int, Field(gt=0, le=2**40)] = 1200
+
+    @model_validator(mode="after")
+    def _known_policy(self) -> Scheduler:
+        if self.policy not in POLICIES:
+            known = ", ".join(sorted(POLICIES))
+            raise ValueError(f"unknown policy {self.policy!r} (known: {known})")
+        return self
+
+
+Watermark = Annotated[float, Field(gt=0, le=1)]
+ShedReason = Literal["shed_kv_watermark", "shed_queue_wait_slo", "shed_tenant_token_quota"]
+
+
+class Admission(Model):
+    enabled: bool = True
+    evaluate_at: Literal["scheduler_tick", "arrival"] = "scheduler_tick"
+    interactive_kv_watermark: Watermark = 0.90
+    batch_kv_watermark: Watermark = 0.65
+    max_interactive_wait_ms: PositiveFloat = 420.0
+    max_batch_wait_ms: PositiveFloat = 3500.0
+    # The HTTP status a shed request gets, per reason; gateways often answer overload with 503.
+    shed_status_codes: dict[ShedReason, Annotated[int, Field(ge=400, le=599)]] = Field(
+        default_factory=dict
+    )
+
+    @model_validator(mode="after")
+    def _batch_below_interactive(self) -> Admission:
+        if self.batch_kv_watermark > self.interactive_kv_watermark:
+            raise ValueError("batch_kv_watermark must not exceed interactive_kv_watermark")
+        return self
+
+
+class Timeline(Model):
+    """Sampling of cluster and queue state over time (timeline.csv, report plots)."""
+
+    enabled: bool = True
+    # Sampling period; null chooses one giving about 2000 samples over the workload's span.
+    # At least a microsecond, so that every sample moves the clock on.
+    interval_ms: Annotated[float, Field(ge=0.001, allow_inf_nan=False)] | None = None
+
+
+class Slo(Model):
+    """Per-class targets. A request is good (counts toward goodput) when it meets its class's
+    TTFT target and, where one is set, its TPOT target (mean time per output token)."""
+
+    interactive_ttft_ms: PositiveFloat = 500.0
+    batch_ttft_ms: PositiveFloat = 10_000.0
+    interactive_tpot_ms: PositiveFloat | None = None
+    batch_tpot_ms: PositiveFloat | None = None
+
+
+class Variant(Model):
+    name: Annotated[str, Field(min_length=1)]
+    set: dict[str, Any] = Field(default_factory=dict)
+
+
+class Scenario(Model):
+    name: Annotated[str, Field(min_length=1)] = "scenario"
+    description: str = ""
+    seed: Annotated[int, Field(ge=0)] = 0
+    tenants: Annotated[list[Tenant], Field(min_length=1)]
+    trace: TraceSource | None = None
+    cluster: ClusterConfig = Field(default_factory=TokenServerConfig)
+    scheduler: Scheduler = Field(default_factory=Scheduler)
+    admission: Admission = Field(default_factory=Admission)
+    slo: Slo = Field(default_factory=Slo)
+    timeline: Timeline = Field(default_factory=Timeline)
+    variants: list[Variant] = Field(default_factory=list)
+
+    @field_validator("tenants")
+    @classmethod
+    def _unique_tenant_ids(cls, tenants: list[Tenant]) -> list[Tenant]:
+        _reject_duplicates([t.id for t in tenants], "tenant id")
+        return tenants
+
+    @model_validator(mode="after")
+    def _someone_sends_requests(self) -> Scenario:
+        if self.trace is None and all(t.arrivals is None and t.trace is None for t in self.tenants):
+            raise ValueError("no tenant sends requests (no arrivals, no trace, no scenario trace)")
+        return self
+
+    @field_validator("variants")
+    @classmethod
+    def _unique_variant_names(cls, variants: list[Variant]) -> list[Variant]:
+        _reject_duplicates([v.name for v in variants], "variant name")
+        return variants
+
+    def tenant_ids(self) -> list[str]:
+        return [t.id for t in self.tenants]
+
+
+def _reject_duplicates(names: list[str], what: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"duplicate {what} {name!r}")
+        seen.add(name)

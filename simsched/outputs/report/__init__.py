@@ -1,0 +1,114 @@
+"""Reports: PNG plots and a self-contained `index.html`, for a scenario's results or a sweep's.
+
+`write_report(result, out_dir)` reports a `SimulationResult`; `report(path, out_dir)` reads
+either a folder written by `simsched scenario --out` or a sweep table (.csv / .parquet). Plots are
+drawn with matplotlib's object API (`Figure`, no pyplot), so nothing global changes and no
+display is needed. `index.html` embeds every plot (it opens anywhere on its own) and links each
+PNG file beside it. Like every output folder, a report is written to a temporary folder and
+moved into place only once complete (`simsched.outputs.atomic`).
+
+This module decides what each page holds; the parts live in `simsched.analysis`: `report_data`,
+`scenario_plots`, `sweep_plots` and `page`. Their public names are importable from here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from simsched.errors import InputError
+from simsched.outputs.atomic import output_folder, publish_folder, staging_folder
+from simsched.outputs.report.data import ScenarioData, read_results_folder, result_data
+from simsched.outputs.report.page import INDEX, PAGE, Figure, Plot, write_index
+from simsched.outputs.report.scenario_plots import (
+    SHARE_WINDOWS,
+    cumulative_shares,
+    kv_occupancy,
+    queue_depth,
+    service_share,
+    shed_counts,
+    ttft_cdf,
+)
+from simsched.outputs.report.sweep_plots import UNITS, metric_plot, sweep_parameters, varies
+from simsched.outputs.sweep_table import read_table
+from simsched.results.frames import SimulationResult
+from simsched.results.metrics import METRIC_COLUMNS
+
+__all__ = [
+    "INDEX",
+    "PAGE",
+    "SHARE_WINDOWS",
+    "UNITS",
+    "Figure",
+    "Plot",
+    "ScenarioData",
+    "cumulative_shares",
+    "kv_occupancy",
+    "metric_plot",
+    "publish",
+    "queue_depth",
+    "read_results_folder",
+    "report",
+    "scenario_report",
+    "service_share",
+    "shed_counts",
+    "sweep_parameters",
+    "sweep_report",
+    "ttft_cdf",
+    "write_index",
+    "write_report",
+]
+
+
+def write_report(result: SimulationResult, out_dir: str | Path) -> Path:
+    """Plots and index.html for a simulation result, written to `out_dir`."""
+    data = result_data(result)
+    return publish(out_dir, lambda folder: scenario_report(data, folder))
+
+
+def report(results: str | Path, out_dir: str | Path) -> Path:
+    """A report of a `simsched scenario --out` folder or of a sweep table file."""
+    path = Path(results)
+    if not path.exists():
+        raise InputError(str(path), "", "no such file or folder")
+    if path.is_dir():
+        data = read_results_folder(path)
+        return publish(out_dir, lambda folder: scenario_report(data, folder))
+    table = read_table(path)
+    missing = {"point", "variant", "tenant"} - set(table.columns)
+    if missing:
+        raise InputError(str(path), "", f"not a sweep table (no {', '.join(sorted(missing))})")
+    return publish(out_dir, lambda folder: sweep_report(table, path.name, folder))
+
+
+def scenario_report(data: ScenarioData, folder: Path) -> None:
+    plots = [ttft_cdf(data, folder), service_share(data, folder), shed_counts(data, folder)]
+    if data.timeline is not None and len(data.timeline):
+        plots[1:1] = [kv_occupancy(data, folder), queue_depth(data, folder)]
+    table = data.tenants.drop(columns=["priority"], errors="ignore")
+    write_index(folder, data.title, plots, [("Per tenant", table)])
+
+
+def sweep_report(table: pd.DataFrame, name: str, folder: Path) -> None:
+    params = sweep_parameters(table)
+    ok = table[table["error"].isna()] if "error" in table else table
+    varying = [m for m in METRIC_COLUMNS if m in ok and varies(ok, m)]
+    plots = [metric_plot(ok, metric, params, folder) for metric in varying]
+    failed = table[table["error"].notna()] if "error" in table else table.iloc[0:0]
+    tables = [("Failed points", failed[["point", *params, "error"]])] if len(failed) else []
+    steady = [m for m in METRIC_COLUMNS if m in ok and m not in varying]
+    if steady:  # flat lines say nothing a list does not
+        frame = pd.DataFrame({"metric": steady})
+        tables.append(("Metrics the sweep did not change (for any variant and tenant)", frame))
+    write_index(folder, f"sweep: {name}", plots, tables)
+
+
+def publish(out_dir: str | Path, build: Callable[[Path], None]) -> Path:
+    """Build the report in a temporary folder beside `out_dir`, then move it into place."""
+    target = output_folder(out_dir)
+    with staging_folder(target, mode=0o755) as staging:  # a report is meant to be shared
+        build(staging)
+        publish_folder(staging, target)
+    return target

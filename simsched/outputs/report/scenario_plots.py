@@ -1,0 +1,155 @@
+"""A scenario report's plots: TTFT, KV occupancy, queue depth, service share, sheds.
+
+Every plot but the shed counts has a panel per variant; tenants keep their declaration order,
+as in the tables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simsched.outputs.report.data import ScenarioData
+from simsched.outputs.report.page import Plot, decorate, figure, save, variant_panels
+from simsched.sim.recorder import SHED_REASONS, STATUS_OK
+
+SHARE_WINDOWS = 100  # time windows of the service-share plot
+
+
+def ttft_cdf(data: ScenarioData, folder: Path) -> Plot:
+    fig, panels = variant_panels(data.variants)
+    for ax, variant in panels:
+        rows = _admitted(data.requests, variant)
+        for tenant in _tenant_ids(data, variant):
+            ttft = np.sort(rows.loc[rows["tenant_id"] == tenant, "ttft_ms"].to_numpy(dtype=float))
+            if len(ttft):
+                ax.step(ttft, np.arange(1, len(ttft) + 1) / len(ttft), where="post", label=tenant)
+        for lane, limit in data.slo_ms[variant].items():
+            if limit and len(rows) and limit <= rows["ttft_ms"].max():
+                ax.axvline(limit, color="grey", linestyle="--", label=f"{lane} SLO {limit:g} ms")
+        decorate(ax, variant, "TTFT (ms)", "fraction of admitted requests")
+    return save(
+        fig,
+        folder,
+        "ttft_cdf.png",
+        "TTFT distribution per tenant",
+        "Cumulative share of each tenant's admitted requests by time to first token.",
+    )
+
+
+def kv_occupancy(data: ScenarioData, folder: Path) -> Plot:
+    fig, panels = variant_panels(data.variants)
+    for ax, variant in panels:
+        rows = data.timeline[data.timeline["variant"] == variant]
+        cluster = rows.groupby("time_ms")[["kv_blocks_used", "kv_blocks_total"]].sum()
+        ax.plot(cluster.index / 1000, _percent_used(cluster), label="cluster")
+        if rows["replica"].nunique() > 1:  # one thin line per replica under the total
+            for replica, part in rows.groupby("replica"):
+                ax.plot(
+                    part.time_ms / 1000,
+                    _percent_used(part),
+                    linewidth=0.6,
+                    alpha=0.6,
+                    label=f"replica {replica}",
+                )
+        decorate(ax, variant, "time (s)", "KV blocks in use (%)")
+    return save(
+        fig,
+        folder,
+        "kv_occupancy.png",
+        "KV occupancy over time",
+        "Share of the cluster's KV blocks held by running requests.",
+    )
+
+
+def _percent_used(rows: pd.DataFrame) -> pd.Series:
+    return 100 * rows.kv_blocks_used / rows.kv_blocks_total
+
+
+def queue_depth(data: ScenarioData, folder: Path) -> Plot:
+    fig, panels = variant_panels(data.variants)
+    for ax, variant in panels:
+        rows = data.timeline[data.timeline["variant"] == variant]
+        lanes = rows.drop_duplicates("time_ms")  # lane sizes repeat on every replica's row
+        for lane in ("interactive", "batch"):
+            ax.step(lanes.time_ms / 1000, lanes[f"{lane}_queued"], where="post", label=lane)
+        decorate(ax, variant, "time (s)", "requests queued")
+    return save(
+        fig,
+        folder,
+        "queue_depth.png",
+        "Queue depth per lane",
+        "Requests waiting at the gateway in each lane over time.",
+    )
+
+
+def service_share(data: ScenarioData, folder: Path) -> Plot:
+    fig, panels = variant_panels(data.variants)
+    for ax, variant in panels:
+        rows = _admitted(data.requests, variant).dropna(subset=["dispatch_ms"])
+        weights = data.tenants[data.tenants["variant"] == variant]
+        times, shares = cumulative_shares(rows, list(weights["tenant_id"]))
+        for (tenant, share), weight in zip(shares.items(), weights["weight_share"], strict=True):
+            (line,) = ax.plot(times / 1000, share, label=tenant)
+            ax.axhline(weight, color=line.get_color(), linestyle="--", linewidth=0.8)
+        decorate(ax, variant, "dispatch time (s)", "cumulative service-token share")
+    return save(
+        fig,
+        folder,
+        "service_share.png",
+        "Service share against weight share",
+        "Each tenant's share of the admitted service tokens dispatched so far (solid) "
+        "against its share of the weights (dashed, same colour).",
+    )
+
+
+def cumulative_shares(rows: pd.DataFrame, tenants: list[str]) -> tuple[np.ndarray, dict]:
+    """Each tenant's share of the service tokens dispatched up to the end of each window."""
+    if not len(rows):
+        return np.zeros(0), {tenant: np.zeros(0) for tenant in tenants}
+    rows = rows.sort_values("dispatch_ms", kind="stable")
+    times = rows["dispatch_ms"].to_numpy(dtype=float)
+    edges = np.linspace(times[0], times[-1], SHARE_WINDOWS + 1)[1:]
+    upto = np.searchsorted(times, edges, side="right")  # requests dispatched by each edge
+    tokens = rows["service_tokens"].to_numpy(dtype=float)
+    total = np.concatenate([[0.0], np.cumsum(tokens)])[upto]
+    shares = {}
+    for tenant in tenants:
+        mine = np.where(rows["tenant_id"].to_numpy() == tenant, tokens, 0.0)
+        shares[tenant] = np.concatenate([[0.0], np.cumsum(mine)])[upto] / total
+    return edges, shares
+
+
+def shed_counts(data: ScenarioData, folder: Path) -> Plot:
+    fig, axes = figure(1, 1, width=8, height=0.9 + 0.35 * len(data.tenants))
+    ax = axes[0][0]
+    labels = [f"{row.variant} / {row.tenant_id}" for row in data.tenants.itertuples()]
+    left = np.zeros(len(labels))
+    for reason in SHED_REASONS:
+        counts = data.tenants[reason].to_numpy(dtype=float)
+        ax.barh(labels, counts, left=left, label=reason.removeprefix("shed_").replace("_", " "))
+        left += counts
+    ax.invert_yaxis()  # variants and tenants top to bottom, as in the tables
+    ax.set_xlabel("requests shed")
+    ax.legend(fontsize="small", title="reason")
+    ax.grid(axis="x", alpha=0.3)
+    if not left.any():
+        ax.text(0.5, 0.5, "no request was shed", transform=ax.transAxes, ha="center")
+    return save(
+        fig,
+        folder,
+        "shed_reasons.png",
+        "Requests shed, by reason",
+        "Shed requests per variant and tenant, stacked by the rule that shed them.",
+    )
+
+
+def _tenant_ids(data: ScenarioData, variant: str) -> list[str]:
+    return list(data.tenants.loc[data.tenants["variant"] == variant, "tenant_id"])
+
+
+def _admitted(requests: pd.DataFrame, variant: str) -> pd.DataFrame:
+    mask = (requests["variant"] == variant) & (requests["status_code"] == STATUS_OK)
+    return requests[mask]

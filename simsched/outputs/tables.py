@@ -1,0 +1,119 @@
+"""Plain-text tables for the terminal: the variants side by side, overall and per tenant."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from simsched.results.frames import SimulationResult
+from simsched.sim.recorder import SHED_REASONS
+
+REASON_LABELS = {
+    "shed_kv_watermark": "shed: KV watermark",
+    "shed_queue_wait_slo": "shed: queue-wait SLO",
+    "shed_tenant_token_quota": "shed: token quota",
+}
+
+
+def comparison_table(result: SimulationResult) -> str:
+    variants = result.variants
+    rows: list[tuple[str, list[str]]] = [("", variants)]
+    rows.append(("all tenants", [""] * len(variants)))
+    rows += _overall_rows(result)
+    tenants = result.tenants
+    for tenant in result.scenario.tenants:
+        header = f"{tenant.id} ({tenant.priority}, weight {tenant.weight:g})"
+        rows.append((header, [""] * len(variants)))
+        per_variant = [
+            tenants[(tenants.variant == v) & (tenants.tenant_id == tenant.id)].iloc[0].to_dict()
+            for v in variants
+        ]
+        rows += _tenant_rows(per_variant)
+    return _render(rows, title=_title(result))
+
+
+def _title(result: SimulationResult) -> str:
+    scenario = result.scenario
+    return f"{scenario.name}: {scenario.description}" if scenario.description else scenario.name
+
+
+def _overall_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
+    summaries = [result.summaries[v] for v in result.variants]
+    slo = [result.slo[v] for v in result.variants]
+    fairness = [result.fairness[v] for v in result.variants]
+    limit = result.scenario.slo.interactive_ttft_ms
+    rows = [
+        ("  submitted", [str(s["total_requests"]) for s in summaries]),
+        ("  admitted", [str(s["admitted_requests"]) for s in summaries]),
+    ]
+    for reason in SHED_REASONS:
+        rows.append(
+            (
+                f"  {REASON_LABELS[reason]}",
+                [str(s["shed_reasons"].get(reason, 0)) for s in summaries],
+            )
+        )
+    rows += [
+        ("  p50 TTFT ms, interactive", [_ms(s["interactive_p50_ttft_ms"]) for s in summaries]),
+        ("  p99 TTFT ms, interactive", [_ms(s["interactive_p99_ttft_ms"]) for s in summaries]),
+        ("  p99 TTFT ms, batch", [_ms(s["batch_p99_ttft_ms"]) for s in summaries]),
+        (
+            "  admitted service tokens",
+            [
+                str(sum(t["admitted_service_tokens"] for t in s["tenants"].values()))
+                for s in summaries
+            ],
+        ),
+        ("  peak KV occupancy", [f"{s['peak_kv_occupancy_ratio']:.4f}" for s in summaries]),
+        (f"  interactive p99 TTFT <= {limit:g} ms", [_verdict(v["met"]) for v in slo]),
+        ("  Jain index (weight-normalised)", [f"{f['jain_index']:.4f}" for f in fairness]),
+        (
+            "  max backlogged service gap",
+            [f"{f['max_backlogged_service_gap']:.0f}" for f in fairness],
+        ),
+    ]
+    return rows
+
+
+def _tenant_rows(per_variant: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    def column(key: str, fmt=str) -> list[str]:
+        return [fmt(row[key]) for row in per_variant]
+
+    rows = [
+        ("  submitted", column("submitted")),
+        ("  admitted", column("admitted")),
+    ]
+    for reason in SHED_REASONS:
+        rows.append((f"  {REASON_LABELS[reason]}", column(reason)))
+    rows += [
+        ("  p50 TTFT ms", column("p50_ttft_ms", _ms)),
+        ("  p99 TTFT ms", column("p99_ttft_ms", _ms)),
+        ("  p99 TPOT ms", column("p99_tpot_ms", _ms)),
+        ("  goodput, requests/s within SLO", column("goodput_rps", lambda v: f"{v:.2f}")),
+        ("  admitted service tokens", column("admitted_service_tokens")),
+        (
+            "  service share (weight share)",
+            [f"{r['service_share']:.3f} ({r['weight_share']:.3f})" for r in per_variant],
+        ),
+        ("  peak KV occupancy", column("peak_kv_occupancy_ratio", lambda v: f"{v:.4f}")),
+        ("  class SLO (p99)", column("slo_met", _verdict)),
+    ]
+    return rows
+
+
+def _ms(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f}"  # "-": no admitted request to measure
+
+
+def _verdict(met: bool | None) -> str:
+    return "n/a" if met is None else ("met" if met else "MISSED")
+
+
+def _render(rows: list[tuple[str, list[str]]], title: str) -> str:
+    label_width = max(len(label) for label, _ in rows)
+    widths = [max(len(cells[i]) for _, cells in rows) for i in range(len(rows[0][1]))]
+    lines = [title, ""]
+    for label, cells in rows:
+        padded = "  ".join(cell.rjust(width) for cell, width in zip(cells, widths, strict=True))
+        lines.append(f"{label.ljust(label_width)}  {padded}".rstrip())
+    return "\n".join(lines)

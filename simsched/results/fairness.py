@@ -1,0 +1,111 @@
+"""Fairness measures over one variant's requests.
+
+- Service share: each tenant's share of admitted service tokens, next to its weight share.
+- Jain's index over weight-normalised service (admitted service tokens / weight): 1 when every
+  tenant got service in proportion to its weight, 1/n when one tenant got everything.
+- Backlogged service gap: the largest difference in weight-normalised service received by two
+  tenants over any interval during which both stayed backlogged. This is the quantity the
+  Virtual Token Counter paper bounds (Sheng et al., OSDI 2024). A tenant is backlogged from a
+  request's arrival until it leaves the queue (dispatch, or a shed at the dispatch gate), and
+  service counts at dispatch. Within a period where both tenants are backlogged the gap over
+  any sub-interval is max(D) - min(D) of the running difference D, so one pass per period does.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from simsched.sim.recorder import STATUS_OK
+
+
+def jain_index(values: np.ndarray) -> float:
+    values = np.asarray(values, dtype=np.float64)
+    if not len(values) or not np.any(values):
+        return 1.0
+    scaled = values / values.max()  # squares of huge values would overflow
+    return float(scaled.sum() ** 2 / (len(scaled) * np.square(scaled).sum()))
+
+
+def fairness_summary(frame: pd.DataFrame, weights: dict[str, float]) -> dict[str, float]:
+    ok = frame["status_code"].to_numpy() == STATUS_OK
+    served = frame.loc[ok].groupby("tenant_id")["service_tokens"].sum()
+    submitted = frame["tenant_id"].unique()
+    normalised = np.array([served.get(t, 0) / weights[t] for t in submitted], dtype=np.float64)
+    return {
+        "jain_index": round(jain_index(normalised), 4),
+        "max_backlogged_service_gap": round(max_backlogged_gap(frame, weights), 2),
+    }
+
+
+def max_backlogged_gap(frame: pd.DataFrame, weights: dict[str, float]) -> float:
+    queued = _queued_rows(frame)
+    tenants = [t for t in weights if (queued["tenant_id"] == t).any()]
+    spans = {t: _backlog_periods(queued[queued["tenant_id"] == t]) for t in tenants}
+    events = {t: _service_events(queued[queued["tenant_id"] == t], weights[t]) for t in tenants}
+    gaps = [
+        _pair_gap(spans[a], spans[b], events[a], events[b])
+        for a, b in itertools.combinations(tenants, 2)
+    ]
+    return max(gaps, default=0.0)
+
+
+def _queued_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Requests that entered a queue: admitted ones, and those shed at the dispatch gate."""
+    left = frame["dispatch_ms"].fillna(frame["arrival_ms"] + frame["queue_wait_ms"])
+    entered = (frame["status_code"] == STATUS_OK) | (frame["queue_wait_ms"] > 0)
+    rows = frame.loc[entered, ["tenant_id", "arrival_ms", "service_tokens", "status_code"]]
+    return rows.assign(left_ms=left[entered])
+
+
+def _backlog_periods(rows: pd.DataFrame) -> np.ndarray:
+    """Disjoint [start, end] intervals during which the tenant had something queued."""
+    spans = rows[["arrival_ms", "left_ms"]].to_numpy()
+    if not len(spans):
+        return spans.reshape(-1, 2)
+    spans = spans[np.argsort(spans[:, 0], kind="stable")]
+    starts, ends = spans[:, 0], spans[:, 1]
+    reach = np.maximum.accumulate(ends)  # the furthest end so far
+    opens = np.flatnonzero(np.r_[True, starts[1:] > reach[:-1]])  # a gap before this start
+    return np.column_stack([starts[opens], np.maximum.reduceat(ends, opens)])
+
+
+def _service_events(rows: pd.DataFrame, weight: float) -> np.ndarray:
+    served = rows[rows["status_code"] == STATUS_OK]
+    events = np.column_stack([served["left_ms"], served["service_tokens"] / weight])
+    return events[np.argsort(events[:, 0], kind="stable")] if len(events) else events
+
+
+def _pair_gap(spans_a, spans_b, events_a, events_b) -> float:
+    periods = _intersect(spans_a, spans_b)
+    events = np.concatenate([events_a, events_b * [1.0, -1.0]])
+    if not len(periods) or not len(events):
+        return 0.0
+    events = events[np.argsort(events[:, 0], kind="stable")]
+    times, signed = events[:, 0], events[:, 1]
+    period = np.searchsorted(periods[:, 0], times, side="right") - 1
+    inside = (period >= 0) & (times <= periods[np.maximum(period, 0), 1])
+    if not inside.any():
+        return 0.0
+    groups = pd.Series(signed[inside]).groupby(period[inside])
+    running = groups.cumsum().groupby(period[inside])
+    # The running difference starts at 0 at the start of each period.
+    return float((running.max().clip(lower=0) - running.min().clip(upper=0)).max())
+
+
+def _intersect(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Intersections of two lists of disjoint intervals, by one sweep over all their ends.
+
+    Each list contributes +1 at a start and -1 at an end; where the running count is 2 both
+    lists cover the line. Ends sort before starts at the same point, so intervals that only
+    touch do not intersect.
+    """
+    points = np.concatenate([a[:, 0], b[:, 0], a[:, 1], b[:, 1]])
+    steps = np.repeat([1, -1], len(a) + len(b))
+    order = np.lexsort((steps, points))
+    points, depth = points[order], np.cumsum(steps[order])
+    both = np.flatnonzero(depth[:-1] == 2)
+    spans = np.column_stack([points[both], points[both + 1]])
+    return spans[spans[:, 0] < spans[:, 1]].reshape(-1, 2)

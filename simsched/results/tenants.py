@@ -1,0 +1,141 @@
+"""Per-tenant metrics of one variant: the one definition behind tenants.csv, sweeps and plans.
+
+A row per declared tenant (declaration order) and optionally an `all` row. Counts cover every
+request; latency percentiles (nearest-rank, 2 decimals) cover admitted requests. A request is
+*good* when it was admitted and meets its class's TTFT target and, where set, its TPOT target;
+goodput and output tokens per second are over the variant's span, first arrival to last finish,
+so the tenants' rates add up to the `all` row's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simsched.results.percentiles import nearest_rank
+from simsched.sim.recorder import SHED_REASONS, STATUS_OK
+
+ALL = "all"
+LATENCIES = ("ttft_ms", "tpot_ms", "e2e_ms", "queue_wait_ms")
+PERCENTILES = (50, 90, 99)
+
+
+def tenant_metric_rows(
+    variant: str, scenario, frame: pd.DataFrame, *, include_all: bool = False
+) -> list[dict[str, Any]]:
+    good = good_requests(frame, scenario.slo)
+    span_s = _span_ms(frame) / 1000.0
+    admitted_tokens = _admitted_tokens(frame)
+    total_weight = sum(t.weight for t in scenario.tenants)
+    tenant_ids = frame["tenant_id"].to_numpy()
+    rows = []
+    for tenant in scenario.tenants:
+        mine = tenant_ids == tenant.id
+        row = _row(variant, tenant.id, frame[mine], good[mine], span_s)
+        row |= {"priority": tenant.priority, "weight": tenant.weight}
+        row["service_share"] = _share(row["admitted_service_tokens"], admitted_tokens)
+        row["weight_share"] = _share(tenant.weight, total_weight)
+        row["slo_met"] = _slo_met(row, tenant.priority, scenario.slo)
+        rows.append(row)
+    if include_all:
+        overall = _row(variant, ALL, frame, good, span_s)
+        overall |= {"priority": "", "weight": total_weight, "service_share": 1.0}
+        overall |= {"weight_share": 1.0, "slo_met": all(r["slo_met"] for r in rows)}
+        rows.append(overall)
+    return [_ordered(row) for row in rows]
+
+
+def good_requests(frame: pd.DataFrame, slo) -> np.ndarray:
+    """Admitted requests within their class's TTFT (and TPOT, where set) targets."""
+    interactive = frame["priority_class"].to_numpy() == "interactive"
+    ok = frame["status_code"].to_numpy() == STATUS_OK
+    ttft_limit = np.where(interactive, slo.interactive_ttft_ms, slo.batch_ttft_ms)
+    good = ok & (frame["ttft_ms"].to_numpy() <= ttft_limit)
+    tpot_limit = np.where(interactive, _or_inf(slo.interactive_tpot_ms), _or_inf(slo.batch_tpot_ms))
+    tpot = frame["tpot_ms"].to_numpy()
+    return good & (np.isnan(tpot) | (tpot <= tpot_limit))  # one-token answers have no TPOT
+
+
+def _row(variant: str, tenant: str, part: pd.DataFrame, good: np.ndarray, span_s: float) -> dict:
+    ok = part["status_code"].to_numpy() == STATUS_OK
+    reasons = part["reason"].to_numpy()
+    row: dict[str, Any] = {"variant": variant, "tenant_id": tenant, "submitted": len(part)}
+    row |= {"admitted": int(ok.sum()), "shed": int((~ok).sum())}
+    row |= {reason: int((reasons == reason).sum()) for reason in SHED_REASONS}
+    row["shed_rate"] = round(row["shed"] / len(part), 6) if len(part) else 0.0
+    row["admitted_service_tokens"] = int(part["service_tokens"].to_numpy()[ok].sum())
+    output_tokens = int(part["decode_tokens"].to_numpy()[ok].sum())
+    row["output_tokens_per_s"] = round(output_tokens / span_s, 3) if span_s > 0 else 0.0
+    row["goodput_rps"] = round(int(good.sum()) / span_s, 4) if span_s > 0 else 0.0
+    row["slo_attainment"] = round(float(good.mean()), 6) if len(part) else 1.0
+    for column in LATENCIES:
+        values = part[column].to_numpy(dtype=np.float64)[ok]
+        values = values[~np.isnan(values)]
+        for p in PERCENTILES:
+            # no admitted request, no value: NaN never meets an SLO (0.0 would always)
+            row[f"p{p}_{column}"] = nearest_rank(values, p, digits=2)
+    kv = part["kv_occupancy_ratio"].to_numpy()
+    row["peak_kv_occupancy_ratio"] = round(float(np.nanmax(kv)), 4) if len(kv) else 0.0
+    return row
+
+
+def _slo_met(row: dict[str, Any], priority: str, slo) -> bool:
+    """The tenant's p99 TTFT (and p99 TPOT, where a target is set) within its class's targets."""
+    ttft, tpot = (
+        (slo.interactive_ttft_ms, slo.interactive_tpot_ms)
+        if priority == "interactive"
+        else (slo.batch_ttft_ms, slo.batch_tpot_ms)
+    )
+    if not row["submitted"]:
+        return True  # asked nothing, refused nothing
+    if not row["admitted"]:
+        return False  # shedding everything meets no latency target
+    return bool(row["p99_ttft_ms"] <= ttft and (tpot is None or row["p99_tpot_ms"] <= tpot))
+
+
+COLUMNS = [
+    "variant",
+    "tenant_id",
+    "priority",
+    "weight",
+    "submitted",
+    "admitted",
+    "shed",
+    *SHED_REASONS,
+    "shed_rate",
+    "admitted_service_tokens",
+    "service_share",
+    "weight_share",
+    "output_tokens_per_s",
+    "goodput_rps",
+    "slo_attainment",
+    *(f"p{p}_{column}" for column in LATENCIES for p in PERCENTILES),
+    "peak_kv_occupancy_ratio",
+    "slo_met",
+]
+
+
+def _ordered(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: row[key] for key in COLUMNS}
+
+
+def _admitted_tokens(frame: pd.DataFrame) -> int:
+    ok = frame["status_code"].to_numpy() == STATUS_OK
+    return int(frame["service_tokens"].to_numpy()[ok].sum())
+
+
+def _span_ms(frame: pd.DataFrame) -> float:
+    if not len(frame):
+        return 0.0
+    ends = np.concatenate([frame["arrival_ms"].to_numpy(), frame["finish_ms"].to_numpy()])
+    return float(np.nanmax(ends) - frame["arrival_ms"].min())
+
+
+def _share(part: float, whole: float) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def _or_inf(limit: float | None) -> float:
+    return np.inf if limit is None else limit

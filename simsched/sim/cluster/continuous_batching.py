@@ -1,0 +1,90 @@
+"""`continuous_batching`: replicas with paged KV caches and iteration-level batching.
+
+The cluster front: the router places each dispatched request on a replica, where it waits for
+the replica's next iteration (replica.py has the batching itself). The scheduler dispatches while
+some replica's waiting queue is under `max_waiting_per_replica`; once all are full it waits for
+`room_available()`, which fires when a request leaves a waiting queue to start running. Queues
+therefore build up in the gateway's lanes, where the fairness policy orders them, not here.
+
+Cluster-wide figures are sums over replicas: KV blocks (the admission rules read occupancy as
+blocks in use over the total) and the sustained token rate (`tput`, the gateway's wait estimate;
+see `latency.sustained_tokens_per_ms`). TTFT is not known at dispatch: the recorder takes it
+from the first token.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import simpy
+
+from simsched.sim.cluster.latency import build_latency, sustained_tokens_per_ms
+from simsched.sim.cluster.replica import NoObserver, Replica
+from simsched.sim.cluster.router import ROUTERS
+from simsched.sim.cluster.sequences import ceil_div
+from simsched.sim.recorder import Recorder
+from simsched.sim.requests import Request
+
+
+class ContinuousBatching:
+    def __init__(
+        self, env: simpy.Environment, config: Any, recorder: Recorder, observer: Any = None
+    ) -> None:
+        self.env = env
+        self.recorder = recorder
+        latency = build_latency(config)
+        self.replicas = [Replica(env, i, config, latency, recorder) for i in range(config.replicas)]
+        for replica in self.replicas:
+            replica.on_room = self._room_appeared
+            replica.observer = observer or NoObserver()
+        self.block_size = config.block_size
+        self.blocks_per_replica = config.blocks_per_replica
+        self.kv_blocks_total = self.blocks_per_replica * config.replicas
+        self.tput = config.replicas * sustained_tokens_per_ms(latency, config)
+        self.max_waiting = config.max_waiting_per_replica
+        self.router = ROUTERS[config.router](self.replicas, self.max_waiting)
+        self._room: simpy.Event | None = None
+
+    def kv_blocks_in_use(self) -> int:
+        total = 0
+        for replica in self.replicas:  # plain loops here: each runs once per request or more
+            total += replica.blocks_in_use()
+        return total
+
+    def known_ttft_ms(self, request: Request, wait_ms: float) -> float:
+        return math.nan  # known at the first token
+
+    def has_room(self) -> bool:
+        limit = self.max_waiting
+        return any(len(replica.waiting) < limit for replica in self.replicas)
+
+    def room_available(self) -> simpy.Event:
+        if self._room is None:
+            self._room = self.env.event()
+        return self._room
+
+    def _room_appeared(self) -> None:
+        if self._room is not None:
+            room, self._room = self._room, None
+            room.succeed()
+
+    def start(self, request: Request) -> None:
+        replica = self.router.pick()
+        self.recorder.placed(request, replica.index)
+        replica.submit(request)
+        return None  # the scheduler goes on at once; has_room says when to stop
+
+    def fits(self, request: Request) -> bool:
+        """Whether a replica could hold the request even alone; one that cannot would preempt
+        itself forever, so the dispatch gate sheds it. The last token's KV is never computed,
+        so a request peaks at prefill + decode - 1 tokens."""
+        peak = max(1, request.prefill_tokens) + max(1, request.decode_tokens) - 1
+        return ceil_div(peak, self.block_size) <= self.blocks_per_replica
+
+    def snapshot(self) -> list[tuple[int, int, int, int, int]]:
+        """Per replica: (running, waiting, kv_blocks_used, kv_blocks_total, batch_tokens)."""
+        return [replica.snapshot() for replica in self.replicas]
+
+    def is_idle(self) -> bool:
+        return not any(replica.busy for replica in self.replicas)

@@ -1,0 +1,75 @@
+"""Fast-forward: a stretch of decode-only iterations planned at once and taken as one event.
+
+While nothing waits and nothing is in prefill, every iteration decodes the same sequences, so
+their end instants (`decode_run`) and the blocks they take (`DecodeSet.residues`) are known in
+advance. A jump runs to the first completion, to the last iteration the free blocks cover, or to
+MAX_JUMP iterations, whichever comes first. The replica owns the jump; this module only plans it
+and answers what it holds at a given instant.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from simsched.sim.cluster.latency import Latency, decode_run
+from simsched.sim.cluster.sequences import DecodeSet
+
+# A jump of one iteration is a step. Longer jumps are split at MAX_JUMP, which bounds the work a
+# jump cut short by a new request throws away.
+MIN_JUMP = 2
+MAX_JUMP = 512
+
+
+class Jump:
+    """`k` decode-only iterations from iteration `first`: their end instants and block needs."""
+
+    __slots__ = ("first", "k", "ends", "need")
+
+    def __init__(self, first: int, ends: list[float], need: list[int]) -> None:
+        self.first = first
+        self.k = len(ends)
+        self.ends = ends
+        self.need = need  # blocks taken by iterations first..first+i, cumulated
+
+    def index_at(self, now: float) -> int:
+        """The iteration in progress at `now` (one that ended at `now` is over)."""
+        return min(bisect.bisect_right(self.ends, now), self.k - 1)
+
+    def cut(self, now: float) -> float | None:
+        """End with the iteration in progress at `now`: its end, or None if it is the last."""
+        current = self.index_at(now)
+        if current < self.k - 1:
+            self.k = current + 1
+            return self.ends[current]
+        return None
+
+    @property
+    def last(self) -> int:
+        """The last iteration the jump takes."""
+        return self.first + self.k - 1
+
+
+def plan_jump(decoding: DecodeSet, it: int, t: float, free: int, latency: Latency) -> Jump | None:
+    """The jump from iteration `it`, starting at `t` with `free` blocks; None if it is too short."""
+    horizon = min(decoding.next_finish() - it + 1, MAX_JUMP)
+    if horizon < MIN_JUMP:
+        return None
+    need = block_needs(decoding, it, horizon, free)
+    if len(need) < MIN_JUMP:
+        return None
+    context = decoding.context(it)
+    ends = decode_run(latency, t, decoding.count, context, len(need))
+    return Jump(it, ends, need)
+
+
+def block_needs(decoding: DecodeSet, it: int, horizon: int, free: int) -> list[int]:
+    """Blocks the next iterations take, cumulated, for as many as the free blocks cover."""
+    residues, size = decoding.residues, decoding.block_size
+    need: list[int] = []
+    total = 0
+    for step in range(horizon):
+        total += residues[(1 - it - step) % size]
+        if total > free:
+            break
+        need.append(total)
+    return need

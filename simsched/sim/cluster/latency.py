@@ -1,0 +1,208 @@
+"""How long one batching iteration of a replica takes: a linear fit, or a calibrated roofline.
+
+An iteration is described by five whole numbers: the prefill tokens it computes, the attended
+(query, key) pairs of those prefill tokens (causal: a chunk of `c` tokens after `d` cached ones
+attends to `c*d + c*(c+1)/2` pairs), the cached tokens those chunks read, the decoding
+sequences (one token each) and their summed context (tokens in their KV caches).
+
+`iteration_ms` takes `maximum` so that one formula serves a single iteration (Python floats,
+builtin `max`) and a run of decode-only iterations at once (NumPy arrays, `np.maximum`). Both
+evaluate the same IEEE operations in the same order, so a fast-forwarded stretch ends at exactly
+the instant that stepping through it iteration by iteration reaches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from simsched.config import presets
+from simsched.config.model_presets import compute_dtype
+
+SHORT_RUN = 48  # iterations; beyond this NumPy's fixed costs pay off
+
+
+class LinearLatency:
+    """base + prefill_ms_per_token * prefill + decode_ms_per_seq * seqs + attention * ctx / 1000."""
+
+    def __init__(self, config: Any) -> None:
+        self.base = config.base_ms
+        self.prefill = config.prefill_ms_per_token
+        self.decode = config.decode_ms_per_seq
+        self.attention = config.attention_ms_per_1k_context
+        self.before_ms = self.after_ms = 0.0  # no front-end time: exact as given
+
+    def iteration_ms(
+        self,
+        prefill_tokens: int,
+        prefill_pairs: int,
+        prefill_context: int,
+        decode_seqs: int,
+        decode_context: Any,
+        maximum: Callable = max,
+    ) -> Any:
+        return (
+            self.base
+            + self.prefill * prefill_tokens
+            + self.decode * decode_seqs
+            + self.attention * decode_context / 1000
+        )
+
+
+class RooflineLatency:
+    """GEMMs as a roofline, plus attention, tensor-parallel all-reduces and CPU time, over `tp`.
+
+    gemm      = max((2 * body_params * tokens + 2 * vocab * hidden * decode_seqs) / compute,
+                    weight_bytes / memory)
+    attention = 4 * layers * heads * head_dim * prefill_pairs / compute_bf16
+              + kv_bytes_per_token * (prefill_context + prefill_tokens + decode_context) / memory
+    allreduce = 2 * layers * (allreduce_us + 2 (tp - 1) / tp * tokens * hidden * 2 B / link)
+    cpu       = overhead_ms + per_seq_ms * decode_seqs
+
+    The linear layers of a mixed batch run as one GEMM per weight matrix (one weight read for
+    all its tokens), hence one max; attention runs as separate kernels after them, compute-bound
+    for prefill chunks and memory-bound for decodes, so its time adds: a decode batch riding on
+    a prefill chunk pays for reading its KV cache. `compute` and `memory` are the GPU's peaks
+    (per precision) times their efficiencies. Every coefficient is precomputed in ms per unit.
+    """
+
+    def __init__(self, config: Any, gpu: Any, model: Any, tp: int) -> None:
+        dtype = compute_dtype(model)
+        # attention runs in BF16 unless the weights and the KV cache are both FP8 (FP8 kernels)
+        fp8_cache = getattr(model, "kv_dtype", None) == "fp8"
+        attn_dtype = dtype if dtype == "fp8" and fp8_cache else "bf16"
+        share = config.compute_efficiency or config.efficiency
+        gemm_eff = share or _gpu_share(gpu, dtype)
+        attn_eff = share or _gpu_share(gpu, attn_dtype)
+        mem_eff = config.memory_efficiency or config.efficiency or gpu.memory_efficiency
+        peak = gpu.peak_tflops.get(dtype, gpu.tflops) if dtype != "bf16" else gpu.tflops
+        gemm_per_ms = tp * peak * 1e9 * gemm_eff
+        bytes_per_ms = tp * gpu.hbm_gbps * 1e6 * mem_eff
+        vocab = getattr(model, "vocab_size", 0)
+        head = vocab * model.hidden_size
+        tied = getattr(model, "tied_embeddings", False)
+        body = model.params - (head if tied else 2 * head)  # the embedding lookup is no GEMM
+        self.token_ms = 2.0 * body / gemm_per_ms
+        self.head_ms = 2.0 * head / gemm_per_ms  # the LM head runs for the sampled tokens
+        self.weights_ms = presets.weight_bytes(model) / bytes_per_ms
+        q_width = (getattr(model, "heads", None) or model.hidden_size // model.head_dim) * (
+            model.head_dim
+        )
+        attn_peak = peak if attn_dtype == dtype else gpu.tflops
+        self.pair_ms = 4.0 * model.layers * q_width / (tp * attn_peak * 1e9 * attn_eff)
+        self.kv_ms = presets.kv_bytes_per_token(model) / bytes_per_ms
+        reduces = 2 * model.layers if tp > 1 else 0
+        ring = 2.0 * (tp - 1) / tp * model.hidden_size * 2  # bytes per token, BF16 activations
+        self.fixed_ms = config.overhead_ms + reduces * config.allreduce_us / 1000
+        self.comm_ms = reduces * ring / (gpu.link_gbps * 1e6)  # per token in the batch
+        self.seq_ms = config.per_seq_ms
+        self.before_ms = config.frontend_before_ms  # per request, see Replica
+        self.after_ms = config.frontend_after_ms
+
+    def iteration_ms(
+        self,
+        prefill_tokens: int,
+        prefill_pairs: int,
+        prefill_context: int,
+        decode_seqs: int,
+        decode_context: Any,
+        maximum: Callable = max,
+    ) -> Any:
+        tokens = prefill_tokens + decode_seqs
+        gemm = maximum(self.token_ms * tokens + self.head_ms * decode_seqs, self.weights_ms)
+        fixed = self.fixed_ms + (self.comm_ms * tokens + self.seq_ms * decode_seqs)
+        return (
+            gemm
+            + self.pair_ms * prefill_pairs
+            + fixed
+            + self.kv_ms * (prefill_context + prefill_tokens + decode_context)
+        )
+
+
+def _gpu_share(gpu: Any, dtype: str) -> float:
+    shares = gpu.compute_efficiency
+    return shares.get(dtype) or shares.get("bf16") or DEFAULT_COMPUTE_SHARE
+
+
+DEFAULT_COMPUTE_SHARE = 0.45
+
+
+Latency = LinearLatency | RooflineLatency
+
+
+def build_latency(config: Any) -> Latency:
+    """The latency model a `ContinuousBatchingConfig` asks for."""
+    latency = config.latency_model
+    if latency.kind == "linear":
+        return LinearLatency(latency)
+    return RooflineLatency(latency, config.gpu, config.model, config.tp)
+
+
+def decode_run(
+    latency: Latency, start_ms: float, decode_seqs: int, context: int, count: int
+) -> list[float]:
+    """End instants of `count` decode-only iterations from `start_ms`, the first at `context`.
+
+    Each iteration adds one token to each sequence, so the context grows by `decode_seqs` per
+    iteration. Both paths add left to right, as stepping does (`t = t + step`; NumPy's `cumsum`
+    accumulates in order), so the instants agree to the bit with iteration-by-iteration stepping.
+    A short run is cheaper in plain Python than in NumPy.
+    """
+    if count <= SHORT_RUN:
+        ends = []
+        end = start_ms
+        for _ in range(count):
+            end = end + latency.iteration_ms(0, 0, 0, decode_seqs, context)
+            ends.append(end)
+            context += decode_seqs
+        return ends
+    contexts = context + decode_seqs * np.arange(count, dtype=np.int64)
+    steps = latency.iteration_ms(0, 0, 0, decode_seqs, contexts, np.maximum)
+    return np.cumsum(np.concatenate(([start_ms], steps)))[1:].tolist()
+
+
+def sustained_tokens_per_ms(latency: Latency, config: Any) -> float:
+    """A replica's rate in a full prefill iteration: one chunk of `max_num_batched_tokens`.
+
+    The gateway divides pending service tokens by this (times the replicas) to estimate a wait.
+    Service tokens weigh a decode token `decode_weight` (4 by default) times a prefill token,
+    which is about what a decode token costs beside a prefill token in these models (a memory-
+    bound step shared by a batch versus a compute-bound chunk), so the prefill rate is the
+    matching unit.
+    """
+    chunk = config.max_num_batched_tokens
+    return chunk / float(latency.iteration_ms(chunk, chunk * (chunk + 1) // 2, 0, 0, 0))
+
+
+def peak_tokens_per_ms(latency: Latency, budget: int, max_seqs: int) -> float:
+    """An upper bound of tokens per ms for any iteration within the token and sequence limits.
+
+    Attention and cache reads only add time, so the bound drops them. Without them the rate is
+    linear-fractional wherever the roofline's GEMM term is on one side of its max, so over the
+    budget polygon its maximum lies at a corner or where an edge crosses from compute-bound to
+    weight-bound (the linear model has no such crossing).
+    """
+    seqs = min(max_seqs, budget)
+    corners = [(budget, 0), (budget - seqs, seqs), (0, seqs)]
+    points = list(corners)
+    if isinstance(latency, RooflineLatency):
+        for (p0, d0), (p1, d1) in zip(corners, corners[1:] + corners[:1], strict=True):
+            f0, f1 = (
+                _compute_minus_weights(latency, p0, d0),
+                _compute_minus_weights(latency, p1, d1),
+            )
+            if f0 * f1 < 0:
+                s = f0 / (f0 - f1)
+                points.append((p0 + s * (p1 - p0), d0 + s * (d1 - d0)))
+    return max(
+        (prefill + decode) / float(latency.iteration_ms(prefill, 0, 0, decode, 0))
+        for prefill, decode in points
+        if prefill + decode > 0
+    )
+
+
+def _compute_minus_weights(latency: RooflineLatency, prefill: float, decode: float) -> float:
+    tokens = prefill + decode
+    return latency.token_ms * tokens + latency.head_ms * decode - latency.weights_ms

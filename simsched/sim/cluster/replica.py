@@ -1,0 +1,272 @@
+"""One replica: a paged KV cache and iteration-level batching, like vLLM's scheduler.
+
+Each iteration ends with one SimPy event. At its start the replica picks its batch: every
+running sequence past its prefill decodes one token; running sequences still in prefill, then
+waiting ones from the front, get prefill chunks while the token budget
+(`max_num_batched_tokens`), `max_num_seqs` and the free KV blocks allow. A sequence of `n`
+tokens holds `ceil(n / block_size)` blocks, taken as it grows. When the running sequences need
+more blocks than are free, the newest running sequence is preempted (recompute: its blocks are
+freed and it returns to the front of the waiting queue, to prefill its prompt and the tokens it
+has generated again), and no waiting request starts in that iteration. The iteration that
+completes a prefill yields a token: the first token, or the next one after a recompute; a
+sequence finishes with its `decode_tokens`-th token.
+
+Decoding sequences are kept in aggregate (`DecodeSet`, in sequences.py), so an iteration costs
+O(1) plus the sequences that start, stop or are preempted in it. Stretches where only decoding
+happens are jumped over with one event (`Jump`, planned in fast_forward.py); a request placed
+here meanwhile cuts the jump short at the end of the iteration in progress, and everything read
+during a jump is worked out for the instant it is read. Iteration ends take the `RELEASE`
+priority: at any instant the replica has finished its iteration and picked the next batch before
+anything else looks at it, in both modes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import simpy
+
+from simsched.sim.cluster.fast_forward import Jump, plan_jump
+from simsched.sim.cluster.kv import KvPool
+from simsched.sim.cluster.latency import Latency
+from simsched.sim.cluster.sequences import DecodeSet, Seq, ceil_div
+from simsched.sim.kernel import RELEASE, SCHEDULER, At, AtInstant
+from simsched.sim.recorder import Recorder
+from simsched.sim.requests import Request
+
+
+class NoObserver:
+    """What tests may watch; by default nothing. Jumped-over iterations are not reported."""
+
+    def iteration(self, *args: Any) -> None:
+        """Each stepped iteration: (replica, start_ms, end_ms, prefill, decodes, kv_used)."""
+
+    def preempting(self, *args: Any) -> None:
+        """Before each preemption: (replica, blocks needed, blocks free)."""
+
+
+class Replica:
+    def __init__(
+        self, env: simpy.Environment, index: int, config: Any, latency: Latency, recorder: Recorder
+    ) -> None:
+        self.env = env
+        self.index = index
+        self.block_size = config.block_size
+        self.max_tokens = config.max_num_batched_tokens
+        self.max_seqs = config.max_num_seqs
+        self.fast_forward = config.fast_forward
+        self.latency = latency
+        # Front-end time (tokenise and queue before the first token; detokenise and respond
+        # after the last) delays what the client sees, not the GPU: it shifts the recorded
+        # instants. Multi-step scheduling admits new requests every `steps` iterations only.
+        self.before_ms = latency.before_ms
+        self.last_ms = latency.before_ms + latency.after_ms
+        self.steps = getattr(config, "num_scheduler_steps", 1)
+        self.recorder = recorder
+        self.on_room = lambda: None  # set by the cluster: a request left the waiting queue
+        self.observer: Any = NoObserver()
+        self.capacity = config.blocks_per_replica
+        self.pool = KvPool(env, self.capacity)
+        self.waiting: deque[Seq] = deque()
+        self.running: dict[int, Seq] = {}  # by request seq, in the order they started running
+        self.prefilling: list[Seq] = []  # running, prefill not complete, in running order
+        self.decoding = DecodeSet(self.block_size)
+        self.it = 0  # iterations completed
+        self.t = 0.0  # when the last iteration ended
+        self.busy = False
+        self.chunks: list[tuple[Seq, int, int]] = []  # (seq, tokens, blocks) in this iteration
+        self.batch_tokens = 0
+        self.jump: Jump | None = None
+        self._timer: simpy.Event | None = None
+        self._end = 0.0
+
+    # --- what others read ---------------------------------------------------------------
+    def blocks_in_use(self) -> int:
+        jump = self.jump
+        if jump is None:
+            return self.pool.level
+        return self.pool.level + jump.need[jump.index_at(self.env.now)]
+
+    def outstanding(self) -> int:
+        return len(self.running) + len(self.waiting)
+
+    def snapshot(self) -> tuple[int, int, int, int, int]:
+        batch = self.batch_tokens if self.busy else 0
+        return (len(self.running), len(self.waiting), self.blocks_in_use(), self.capacity, batch)
+
+    # --- arrivals -----------------------------------------------------------------------
+    def submit(self, request: Request) -> None:
+        self.waiting.append(Seq(request))
+        if not self.busy:
+            # Start at this instant, after the scheduler has placed all it places now.
+            self.busy = True
+            At(self.env, 0, SCHEDULER).callbacks.append(self._kick)
+        elif self.jump is not None:
+            self._cut_jump()
+
+    def _kick(self, _event: simpy.Event) -> None:
+        self.t = self.env.now
+        self._begin()
+
+    # --- one iteration ------------------------------------------------------------------
+    def _begin(self) -> None:
+        if not self.running and not self.waiting:
+            self.busy = False
+            self.batch_tokens = 0
+            return
+        if self.fast_forward and not self.waiting and not self.prefilling and self._start_jump():
+            return
+        self._start_step()
+
+    def _start_step(self) -> None:
+        it = self.it
+        plan, need, budget, free, preempted = self._plan_running(it)
+        # as vLLM: after a preemption no waiting request starts this iteration
+        if not preempted and (self.steps == 1 or it % self.steps == 0 or not self.running):
+            need = self._admit_waiting(plan, need, budget, free)
+        self.pool.hold(need)
+        prefill = pairs = context = 0
+        for seq, chunk, blocks in plan:
+            seq.blocks += blocks
+            done = seq.done
+            prefill += chunk
+            pairs += chunk * done + chunk * (chunk + 1) // 2
+            context += done
+        decodes = self.decoding.count
+        step = self.latency.iteration_ms(
+            prefill, pairs, context, decodes, self.decoding.context(it)
+        )
+        if prefill + decodes == 0:
+            raise RuntimeError(f"simulation bug: replica {self.index} scheduled an empty batch")
+        self.chunks = plan
+        self.batch_tokens = prefill + decodes
+        end = self.t + step
+        self.observer.iteration(self.index, self.t, end, prefill, decodes, self.pool.level)
+        self._schedule(end)
+
+    def _plan_running(self, it: int) -> tuple[list, int, int, int, bool]:
+        """Chunks for running prefills and the blocks this iteration needs, preempting as needed."""
+        preempted = False
+        while True:
+            free = self.capacity - self.pool.level
+            need = self.decoding.new_blocks(it)
+            budget = self.max_tokens - self.decoding.count
+            plan = []
+            for seq in self.prefilling:
+                if budget == 0:
+                    break
+                chunk = min(seq.target - seq.done, budget)
+                blocks = ceil_div(seq.done + chunk, self.block_size) - seq.blocks
+                plan.append((seq, chunk, blocks))
+                need += blocks
+                budget -= chunk
+            if need <= free:
+                return plan, need, budget, free, preempted
+            self.observer.preempting(self.index, need, free)
+            self._preempt_newest(it)
+            preempted = True
+
+    def _admit_waiting(self, plan: list, need: int, budget: int, free: int) -> int:
+        """Start waiting requests from the front while budget, seats and blocks allow."""
+        waiting = self.waiting
+        left = False
+        while waiting and budget > 0 and len(self.running) < self.max_seqs:
+            seq = waiting[0]
+            chunk = min(seq.target, budget)
+            blocks = ceil_div(chunk, self.block_size)
+            if need + blocks > free:
+                break  # as vLLM: a request that does not fit now waits; nothing is preempted
+            waiting.popleft()
+            self.running[seq.request.seq] = seq
+            self.prefilling.append(seq)
+            plan.append((seq, chunk, blocks))
+            need += blocks
+            budget -= chunk
+            left = True
+        if left:
+            self.on_room()
+        return need
+
+    def _preempt_newest(self, it: int) -> None:
+        seq = self.running.pop(next(reversed(self.running)))
+        if seq.finish >= 0:
+            blocks = ceil_div(it + seq.off - 1, self.block_size)
+            self.decoding.remove(seq)
+        else:
+            blocks = seq.blocks
+            self.prefilling.remove(seq)
+        self.pool.release(blocks)
+        seq.restart()
+        self.waiting.appendleft(seq)
+        self.recorder.preempted(seq.request)
+
+    def _schedule(self, end: float) -> None:
+        timer = AtInstant(self.env, end, RELEASE)
+        timer.callbacks.append(self._on_timer)
+        self._timer = timer
+        self._end = end
+
+    def _on_timer(self, event: simpy.Event) -> None:
+        if event is not self._timer:
+            return  # the end of a jump that a new request cut short
+        if self.jump is not None:
+            self._end_jump()
+        else:
+            self._end_step()
+
+    def _end_step(self) -> None:
+        it, end = self.it, self._end
+        for seq, chunk, _ in self.chunks:
+            seq.done += chunk
+            if seq.done == seq.target:
+                self._prefilled(seq, it, end)
+        self.chunks = []
+        self._finish_decodes(it, end)
+        self.it, self.t = it + 1, end
+        self._begin()
+
+    def _prefilled(self, seq: Seq, it: int, end: float) -> None:
+        self.prefilling.remove(seq)
+        seq.generated += 1
+        if seq.generated == 1:
+            self.recorder.first_token(seq.request, end + self.before_ms)
+        if seq.generated >= seq.decode:
+            self._finish(seq, seq.blocks, end)
+        else:
+            # The next iteration decodes with target + 1 tokens: tokens = iteration + off.
+            self.decoding.add(seq, seq.target - it, it + seq.decode - seq.generated)
+
+    def _finish_decodes(self, it: int, end: float) -> None:
+        for seq in self.decoding.pop_finishing(it):
+            self._finish(seq, ceil_div(it + seq.off, self.block_size), end)
+
+    def _finish(self, seq: Seq, blocks: int, end: float) -> None:
+        self.pool.release(blocks)
+        del self.running[seq.request.seq]
+        self.recorder.finished(seq.request, end + self.last_ms)
+
+    # --- fast-forward (planned in fast_forward.py) ----------------------------------------
+    def _start_jump(self) -> bool:
+        """Jump over the decode-only iterations ahead, if there are enough to be worth it."""
+        free = self.capacity - self.pool.level
+        jump = plan_jump(self.decoding, self.it, self.t, free, self.latency)
+        if jump is None:
+            return False
+        self.jump = jump
+        self.batch_tokens = self.decoding.count
+        self._schedule(jump.ends[-1])
+        return True
+
+    def _cut_jump(self) -> None:
+        end = self.jump.cut(self.env.now)
+        if end is not None:
+            self._schedule(end)
+
+    def _end_jump(self) -> None:
+        jump, self.jump = self.jump, None
+        self.pool.hold(jump.need[jump.k - 1])
+        end = jump.ends[jump.k - 1]
+        self._finish_decodes(jump.last, end)
+        self.it, self.t = jump.last + 1, end
+        self._begin()

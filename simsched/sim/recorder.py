@@ -1,0 +1,94 @@
+"""Outcome and lifecycle recording, per request, turned into a DataFrame once at the end.
+
+Metric names and shed reasons live here, in one place. Each request's fields are stored at its
+`seq` (its place in arrival order), so a service model can fill in its first token, finish and
+preemptions long after the dispatch decision; `order` keeps the decision order. Times and
+occupancy are rounded as the reference rounds them (Python's `round`, 2 decimals for times, 4
+for occupancy) when recorded, so frames and summaries agree with the reference to the digit.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+
+from simsched.sim.requests import Request
+
+ADMITTED = "admitted"
+SHED_KV_WATERMARK = "shed_kv_watermark"
+SHED_QUEUE_WAIT = "shed_queue_wait_slo"
+SHED_TOKEN_QUOTA = "shed_tenant_token_quota"
+SHED_REASONS = (SHED_KV_WATERMARK, SHED_QUEUE_WAIT, SHED_TOKEN_QUOTA)
+
+STATUS_OK = 200
+STATUS_SHED = 429
+NAN = math.nan
+
+
+class Recorder:
+    def __init__(self, size: int, shed_status_codes: dict[str, int] | None = None) -> None:
+        self.shed_status = dict.fromkeys(SHED_REASONS, STATUS_SHED) | (shed_status_codes or {})
+        # Typed arrays rather than lists: 8 bytes a value instead of a boxed float each, which
+        # is most of a million-request run's memory.
+        self.order = array("q")  # seqs in decision order
+        self.status_code = array("q", [0]) * size
+        self.reason: list[str | None] = [None] * size
+        self.ttft_ms = _floats(size)
+        self.queue_wait_ms = _floats(size)
+        self.kv_occupancy_ratio = _floats(size)
+        self.dispatch_ms = _floats(size)
+        self.first_token_ms = _floats(size)
+        self.finish_ms = _floats(size)
+        self.preemptions = array("q", [0]) * size
+        self.replica = array("q", [-1]) * size
+
+    def admitted(
+        self, seq: int, now: float, wait_ms: float, occupancy: float, ttft_ms: float = NAN
+    ) -> None:
+        """Dispatched to the cluster at `now`; `ttft_ms` when the service model knows it already."""
+        self.order.append(seq)
+        self.status_code[seq] = STATUS_OK
+        self.reason[seq] = ADMITTED
+        self.ttft_ms[seq] = round(ttft_ms, 2)
+        self.queue_wait_ms[seq] = round(wait_ms, 2)
+        self.kv_occupancy_ratio[seq] = round(occupancy, 4)
+        self.dispatch_ms[seq] = now
+
+    def shed(self, seq: int, reason: str, wait_ms: float, occupancy: float) -> None:
+        self.order.append(seq)
+        self.status_code[seq] = self.shed_status[reason]
+        self.reason[seq] = reason
+        self.ttft_ms[seq] = 0.0
+        self.queue_wait_ms[seq] = round(wait_ms, 2)
+        self.kv_occupancy_ratio[seq] = round(occupancy, 4)
+
+    # --- lifecycle, reported by the service model ------------------------------------------
+    def first_token(self, request: Request, now: float) -> None:
+        seq = request.seq
+        self.first_token_ms[seq] = now
+        if math.isnan(self.ttft_ms[seq]):
+            self.ttft_ms[seq] = round(now - request.arrival_ms, 2)
+
+    def served(self, request: Request, replica: int, first_token: float, finish: float) -> None:
+        """The whole lifecycle at once, from a model that knows it at dispatch (one call, as
+        this runs once per request)."""
+        seq = request.seq
+        self.replica[seq] = replica
+        self.first_token_ms[seq] = first_token
+        self.finish_ms[seq] = finish
+
+    def finished(self, request: Request, now: float) -> None:
+        self.finish_ms[request.seq] = now
+
+    def placed(self, request: Request, replica: int) -> None:
+        self.replica[request.seq] = replica
+
+    def preempted(self, request: Request) -> None:
+        self.preemptions[request.seq] += 1
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+
+def _floats(size: int) -> array:
+    return array("d", [NAN]) * size

@@ -1,0 +1,62 @@
+"""SLO expressions: `TARGET.METRIC OP LIMIT`, judged on a metrics row (`simsched.results.metrics`).
+
+TARGET is a tenant id or `all`, METRIC a column of the metrics row, OP one of <=, <, >=, >.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from dataclasses import dataclass
+
+from simsched.config.scenario import Scenario
+from simsched.errors import InputError
+from simsched.results.metrics import ALL, METRIC_COLUMNS
+
+OPERATORS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
+SLO_PATTERN = re.compile(
+    r"^\s*(?P<target>\S+?)\.(?P<metric>[A-Za-z_]\w*)\s*(?P<op><=|>=|<|>)\s*(?P<limit>\S+)\s*$"
+)
+
+
+@dataclass(frozen=True)
+class Slo:
+    text: str
+    target: str
+    metric: str
+    op: str
+    limit: float
+
+    @property
+    def key(self) -> str:
+        return f"{self.target}.{self.metric}"
+
+    def met(self, value: float | None) -> bool:
+        # a metric with no value (no TTFT for a tenant that sent nothing, say) meets nothing
+        return value is not None and not math.isnan(value) and OPERATORS[self.op](value, self.limit)
+
+
+def parse_slo(text: str, label: str = "") -> Slo:
+    match = SLO_PATTERN.match(text)
+    if not match:
+        raise InputError(label, f"--slo {text}", "expected TENANT.METRIC<=LIMIT (or <, >=, >)")
+    metric = match["metric"]
+    if metric not in METRIC_COLUMNS:
+        known = ", ".join(METRIC_COLUMNS)
+        raise InputError(label, f"--slo {text}", f"unknown metric {metric!r} (known: {known})")
+    try:
+        limit = float(match["limit"])
+    except ValueError:
+        limit = math.nan
+    if not math.isfinite(limit):
+        raise InputError(label, f"--slo {text}", f"the limit {match['limit']!r} is not a number")
+    return Slo(text.strip(), match["target"], metric, match["op"], limit)
+
+
+def check_targets(slos: list[Slo], scenario: Scenario, label: str) -> None:
+    tenants = scenario.tenant_ids()
+    for slo in slos:
+        if slo.target != ALL and slo.target not in tenants:
+            known = ", ".join([ALL, *tenants])
+            raise InputError(label, f"--slo {slo.text}", f"no tenant {slo.target!r} ({known})")

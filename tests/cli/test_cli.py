@@ -1,0 +1,292 @@
+"""The `simsched` commands, through typer's CliRunner, plus one run of the installed script."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from simsched.cli.app import app
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO = str(REPO / "scenarios" / "noisy_neighbor.yaml")
+REFERENCE = (
+    Path(__file__).resolve().parents[2] / "tests" / "data" / "noisy_neighbor_comparison.json"
+)
+VARIANTS = ("request_count_no_admission", "service_token_drr_with_admission")
+TENANTS = ("tenant_chat_pro", "tenant_ide_assist", "tenant_batch_rag")
+REQUEST_COLUMNS = (
+    "variant",
+    "request_id",
+    "tenant_id",
+    "priority_class",
+    "status_code",
+    "reason",
+    "service_tokens",
+    "arrival_ms",
+    "dispatch_ms",
+    "ttft_ms",
+    "queue_wait_ms",
+    "kv_occupancy_ratio",
+)
+TABLE_METRICS = (
+    "submitted",
+    "admitted",
+    "shed: KV watermark",
+    "shed: queue-wait SLO",
+    "shed: token quota",
+    "p50 TTFT ms, interactive",
+    "p99 TTFT ms, interactive",
+    "p99 TTFT ms, batch",
+    "admitted service tokens",
+    "peak KV occupancy",
+    "interactive p99 TTFT <= 500 ms",
+    "service share (weight share)",
+    "class SLO (p99)",
+    "p99 TPOT ms",
+    "goodput, requests/s within SLO",
+    "Jain index (weight-normalised)",
+    "max backlogged service gap",
+)
+
+runner = CliRunner()
+
+
+def invoke(*args: str) -> str:
+    """Run a command that must succeed; its stdout."""
+    result = runner.invoke(app, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def run_json(*args: str) -> dict[str, Any]:
+    return json.loads(invoke("scenario", SCENARIO, "--format", "json", *args))
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def baseline() -> dict[str, Any]:
+    return run_json()
+
+
+def test_table_shows_every_variant_tenant_and_metric() -> None:
+    out = invoke("scenario", SCENARIO)
+    lines = out.splitlines()
+    assert lines[0].startswith("noisy_neighbor: ")
+    header = next(line for line in lines if VARIANTS[0] in line)
+    assert header.split() == list(VARIANTS)  # side by side, in the file's order
+    for tenant in TENANTS:
+        assert any(line.startswith(tenant) for line in lines), tenant
+    labels = {re.split(r"\s{2,}", line.strip())[0] for line in lines}  # cells are 2+ apart
+    for metric in TABLE_METRICS:
+        assert metric in labels, metric
+
+
+def test_table_is_the_default_format() -> None:
+    assert invoke("scenario", SCENARIO) == invoke("scenario", SCENARIO, "--format", "table")
+
+
+def test_json_has_the_reference_comparison(baseline: dict[str, Any]) -> None:
+    reference = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    assert baseline["scenario"] == "noisy_neighbor"
+    comparison = baseline["comparison"]
+    assert list(comparison) == list(VARIANTS)
+    for name in VARIANTS:
+        assert comparison[name].keys() == reference[name].keys()
+        assert comparison[name]["tenants"].keys() == reference[name]["tenants"].keys()
+        for tenant, summary in comparison[name]["tenants"].items():
+            assert summary.keys() == reference[name]["tenants"][tenant].keys()
+    assert (
+        comparison[VARIANTS[1]]["admitted_requests"] == reference[VARIANTS[1]]["admitted_requests"]
+    )
+
+
+def test_variant_filters(baseline: dict[str, Any]) -> None:
+    only = run_json("--variant", VARIANTS[1])
+    assert list(only["comparison"]) == [VARIANTS[1]]
+    assert only["comparison"][VARIANTS[1]] == baseline["comparison"][VARIANTS[1]]
+    table = invoke("scenario", SCENARIO, "--variant", VARIANTS[0])
+    assert VARIANTS[0] in table and VARIANTS[1] not in table
+
+
+def test_repeated_variants_run_in_file_order() -> None:
+    both = run_json("--variant", VARIANTS[1], "--variant", VARIANTS[0])
+    assert list(both["comparison"]) == list(VARIANTS)
+
+
+def test_set_changes_the_cluster(baseline: dict[str, Any]) -> None:
+    bigger = run_json("--variant", VARIANTS[0], "--set", "cluster.total_kv_blocks=2400")
+    before = baseline["comparison"][VARIANTS[0]]["peak_kv_occupancy_ratio"]
+    after = bigger["comparison"][VARIANTS[0]]["peak_kv_occupancy_ratio"]
+    assert after < before  # the same blocks held, out of more
+    assert after == pytest.approx(before * 1600 / 2400, abs=1e-4)
+
+
+def test_set_turns_admission_off(baseline: dict[str, Any]) -> None:
+    assert baseline["comparison"][VARIANTS[1]]["shed_429_requests"] > 0
+    off = run_json("--variant", VARIANTS[1], "--set", "admission.enabled=false")
+    assert off["comparison"][VARIANTS[1]]["shed_429_requests"] == 0
+
+
+def test_set_applies_before_the_variants(baseline: dict[str, Any]) -> None:
+    # the variant's own setting wins over --set: it is applied on top
+    forced = run_json("--set", "scheduler.policy=request_count_fifo")
+    assert forced["comparison"][VARIANTS[0]] == baseline["comparison"][VARIANTS[0]]
+    assert forced["comparison"][VARIANTS[1]] != baseline["comparison"][VARIANTS[1]]
+
+
+def test_out_writes_the_three_files(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    invoke("scenario", SCENARIO, "--out", str(out))
+    assert sorted(p.name for p in out.iterdir()) == [
+        "requests.csv",
+        "summary.json",
+        "tenants.csv",
+        "timeline.csv",
+    ]
+    requests = read_csv(out / "requests.csv")
+    columns = list(requests[0])
+    assert [c for c in columns if c in REQUEST_COLUMNS] == list(REQUEST_COLUMNS)
+    assert len(requests) == 2 * 60  # one row per request per variant
+    assert {row["variant"] for row in requests} == set(VARIANTS)
+    tenants = read_csv(out / "tenants.csv")
+    assert [(row["variant"], row["tenant_id"]) for row in tenants] == [
+        (v, t)
+        for v in VARIANTS
+        for t in [*TENANTS, "all"]  # every tenant, then the variant
+    ]
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary == run_json()
+
+
+def test_out_creates_missing_parents(tmp_path: Path) -> None:
+    out = tmp_path / "a" / "b" / "results"
+    invoke("scenario", SCENARIO, "--variant", VARIANTS[0], "--out", str(out))
+    assert (out / "summary.json").is_file()
+    assert sorted(p.name for p in out.parent.iterdir()) == ["results"]  # no temporary left
+
+
+def test_validate_describes_the_scenario() -> None:
+    out = invoke("validate", SCENARIO)
+    lines = out.splitlines()
+    assert lines[0] == "noisy_neighbor: valid"
+    assert "60 requests from 3 tenants" in lines[1]
+    for tenant in TENANTS:
+        assert any(tenant in line for line in lines), tenant
+    assert any(line.strip().startswith("cluster:") for line in lines)
+    assert lines[-1].strip() == f"variants: {', '.join(VARIANTS)}"
+    assert len(lines) <= 10  # a few lines, not a report
+
+
+def test_validate_applies_set() -> None:
+    out = invoke("validate", SCENARIO, "--set", "cluster.total_kv_blocks=2400")
+    assert "2400 KV blocks" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "pieces"),
+    [
+        ((), ("scenario", "validate")),
+        (("scenario",), ("--variant", "--set", "--out", "--format", "FILE")),
+        (("validate",), ("--set", "FILE")),
+    ],
+)
+def test_help(args: tuple[str, ...], pieces: tuple[str, ...]) -> None:
+    out = invoke(*args, "--help")
+    assert "Usage:" in out
+    for piece in pieces:
+        assert piece in out
+
+
+def test_no_arguments_shows_help() -> None:
+    result = runner.invoke(app, [])
+    assert "Usage:" in result.output
+    assert "scenario" in result.output
+
+
+def installed_script() -> str:
+    beside = Path(sys.executable).parent / "simsched"
+    found = str(beside) if beside.is_file() else shutil.which("simsched")
+    if found is None:
+        pytest.skip("the simsched console script is not installed")
+    return found
+
+
+def test_installed_console_script(tmp_path: Path) -> None:
+    """The real script, in a real process: help, then the study as JSON."""
+    script = installed_script()
+    help_run = subprocess.run(
+        [script, "--help"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert help_run.returncode == 0, help_run.stderr
+    assert "Usage:" in help_run.stdout and "scenario" in help_run.stdout
+    run = subprocess.run(
+        [script, "scenario", "scenarios/noisy_neighbor.yaml", "--format", "json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""  # progress lines only go to a terminal
+    document = json.loads(run.stdout)
+    assert list(document["comparison"]) == list(VARIANTS)
+
+
+def test_a_variant_trace_path_is_relative_to_the_scenario_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    study = tmp_path / "study"
+    study.mkdir()
+    raw = yaml.safe_load(Path(SCENARIO).read_text(encoding="utf-8"))
+    for key in ("arrivals", "prefill_tokens", "decode_tokens"):
+        del raw["tenants"][0][key]
+    raw["trace"] = {"path": "one.csv"}
+    raw["variants"] = [
+        {"name": "one", "set": {}},
+        {"name": "two", "set": {"trace.path": "two.csv"}},
+    ]
+    (study / "x.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    header = "request_id,tenant_id,arrival_ms,prefill_tokens,decode_tokens\n"
+    row = "r{},tenant_chat_pro,{},100,10\n"
+    (study / "one.csv").write_text(header + row.format(1, 0), encoding="utf-8")
+    (study / "two.csv").write_text(header + row.format(1, 0) + row.format(2, 5), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # not the scenario's folder
+    comparison = json.loads(invoke("scenario", "study/x.yaml", "--format", "json"))["comparison"]
+    generated = 18 + 18  # the two tenants that still have arrivals
+    assert comparison["one"]["total_requests"] == generated + 1
+    assert comparison["two"]["total_requests"] == generated + 2
+
+
+def test_validate_flags_a_tenant_that_sends_nothing(tmp_path: Path) -> None:
+    raw = yaml.safe_load(Path(SCENARIO).read_text(encoding="utf-8"))
+    for key in ("arrivals", "prefill_tokens", "decode_tokens"):
+        del raw["tenants"][2][key]
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    out = invoke("validate", str(path))
+    assert "42 requests from 3 tenants" in out
+    assert "  - tenant_batch_rag: batch, weight 1, 0 requests (none)" in out.splitlines()
+
+
+def test_version() -> None:
+    from simsched import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"simsched {__version__}"

@@ -1,0 +1,117 @@
+"""Reports: valid PNG files and an index.html that shows every one, written all or nothing."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from simsched.cli.studies import register
+from simsched.config.loading import load_scenario
+from simsched.errors import InputError
+from simsched.outputs.files import write_result
+from simsched.outputs.report import cumulative_shares, report, write_report
+from simsched.results.frames import SimulationResult
+from simsched.results.simulate import simulate
+from simsched.studies.sweep import sweep, write_table
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"
+report_module = importlib.import_module("simsched.outputs.report")  # the module, not a function
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+SCENARIO_PLOTS = {
+    "ttft_cdf.png",
+    "kv_occupancy.png",
+    "queue_depth.png",
+    "service_share.png",
+    "shed_reasons.png",
+}
+
+
+@pytest.fixture(scope="module")
+def result() -> SimulationResult:
+    return simulate(load_scenario(SCENARIO))
+
+
+def check_report(folder: Path) -> set[str]:
+    """Every PNG is a PNG, index.html is a whole page, and it links and embeds every PNG."""
+    plots = {p.name for p in folder.glob("*.png")}
+    for name in plots:
+        assert (folder / name).read_bytes().startswith(PNG_MAGIC), name
+    page = (folder / "index.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert set(re.findall(r'href="([^"]+)"', page)) == plots
+    assert page.count('src="data:image/png;base64,') == len(plots)  # opens on its own
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]  # no staging left
+    return plots
+
+
+def test_scenario_report(result: SimulationResult, tmp_path: Path) -> None:
+    assert write_report(result, tmp_path / "report") == tmp_path / "report"
+    assert check_report(tmp_path / "report") == SCENARIO_PLOTS
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert "noisy_neighbor: A batch tenant floods" in page and "tenant_batch_rag" in page
+
+
+def test_report_of_an_output_folder(result: SimulationResult, tmp_path: Path) -> None:
+    write_result(result, tmp_path / "results")
+    report(tmp_path / "results", tmp_path / "report")
+    assert check_report(tmp_path / "report") == SCENARIO_PLOTS
+
+
+def test_sweep_report_through_the_cli(tmp_path: Path) -> None:
+    grid = {"admission.batch_kv_watermark": [0.5, 0.65, 0.95]}  # 0.95 fails by construction
+    table = write_table(sweep(SCENARIO, grid, jobs=1, progress=False), tmp_path / "sweep.csv")
+    app = typer.Typer()
+    register(app)
+    out = tmp_path / "report"
+    run = CliRunner().invoke(app, ["report", str(table), "--out", str(out)])
+    assert run.exit_code == 0, run.output
+    assert run.output == f"report written to {out / 'index.html'}\n"
+    plots = check_report(out)
+    assert {"sweep_shed.png", "sweep_p99_ttft_ms.png"} <= plots
+    assert "sweep_submitted.png" not in plots  # the same at every point: listed, not drawn
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "Failed points" in page and "must not exceed interactive_kv_watermark" in page
+
+
+def test_a_failed_report_leaves_nothing(
+    result: SimulationResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_args):
+        raise RuntimeError("plotting failed")
+
+    monkeypatch.setattr(report_module, "shed_counts", broken)
+    with pytest.raises(RuntimeError):
+        write_report(result, tmp_path / "report")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("missing", "no such file"), ("empty_dir", "no requests.csv"), ("x.txt", "ends in")],
+)
+def test_bad_report_inputs(tmp_path: Path, name: str, expected: str) -> None:
+    (tmp_path / "empty_dir").mkdir()
+    (tmp_path / "x.txt").write_text("hello")
+    with pytest.raises(InputError, match=expected):
+        report(tmp_path / name, tmp_path / "report")
+
+
+def test_cumulative_shares_follow_dispatch_order() -> None:
+    rows = pd.DataFrame(
+        {
+            "dispatch_ms": [0.0, 10.0, 20.0],
+            "service_tokens": [100, 300, 100],
+            "tenant_id": list("aba"),
+        }
+    )
+    times, shares = cumulative_shares(rows, ["a", "b"])
+    assert times[-1] == 20.0
+    assert shares["a"][-1] == pytest.approx(0.4) and shares["b"][-1] == pytest.approx(0.6)
+    assert shares["a"] + shares["b"] == pytest.approx(1.0)
