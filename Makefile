@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint format bench validate traces clean
+.PHONY: run test lint format bench validate traces calibrate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ format: $(DEV_STAMP)
 bench: $(STAMP)
 	-$(MAKE) --no-print-directory traces
 	$(BIN)/python benchmarks/bench.py
+
+# Fit the GPU presets' efficiencies and the roofline's CPU and all-reduce costs to the published
+# measurements; the presets (simsched/config/presets.py) and roofline defaults carry these values.
+calibrate: $(STAMP)
+	$(BIN)/simsched calibrate calibration/published.yaml --jobs 2 --out calibration/fitted.yaml
 
 validate: $(DEV_STAMP)
 	$(BIN)/python -m pytest -m validation tests/validation

@@ -119,3 +119,6 @@ def register(app: typer.Typer) -> None:
     app.command()(sweep)
     app.command()(plan)
     app.command()(report)
+    from simsched.cli.calibrate import calibrate_command
+
+    app.command("calibrate")(calibrate_command)

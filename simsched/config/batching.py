@@ -33,6 +33,12 @@ def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
     """A before-validator: a preset name becomes its mapping (with the name kept in it)."""
 
     def resolve(value: Any) -> Any:
+        if isinstance(value, dict) and "hf_config" in value:  # {hf_config: path, ...overrides}
+            rest = {k: v for k, v in value.items() if k != "hf_config"}
+            return {**presets.from_hf_config(str(value["hf_config"])), **rest}
+        if isinstance(value, dict) and "preset" in value:  # {preset: name, ...overrides}
+            rest = {k: v for k, v in value.items() if k != "preset"}
+            return {**resolve(value["preset"]), **rest}
         if isinstance(value, dict) and value.get("name") in table:
             return {**table[value["name"]], **value}  # a preset with some fields overridden
         if not isinstance(value, str):
@@ -85,6 +91,8 @@ class ContinuousBatchingConfig(BaseModel):
     router: RouterSetting = "least_kv"
     fast_forward: bool = True
     prefix_caching: bool = False  # vLLM's automatic prefix caching (cluster/prefix_cache.py)
+    # vLLM's --num-scheduler-steps: the scheduler runs (and new requests join) every k steps
+    num_scheduler_steps: Annotated[int, Field(gt=0)] = 1
 
     @field_validator("tp")
     @classmethod

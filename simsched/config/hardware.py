@@ -19,14 +19,24 @@ class Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+
+
 class GpuSpec(Spec):
-    """One GPU: dense BF16 TFLOP/s, HBM GB/s, memory GiB, GPUs per NVLink node."""
+    """One GPU: dense BF16 TFLOP/s (and other precisions'), HBM GB/s, memory GiB, GPUs per
+    NVLink node, link GB/s per direction, and the shares of peak that serving kernels reach
+    (fitted for the presets; a custom GPU without them gets the assumed middle values)."""
 
     name: str = "custom"
     tflops: Measure
+    peak_tflops: dict[Dtype, Measure] = Field(default_factory=dict)
     hbm_gbps: Measure
     memory_gib: Measure
     gpus_per_node: Small = 8
+    link_gbps: Measure = 450.0
+    compute_efficiency: dict[Dtype, Share] = Field(default_factory=lambda: {"bf16": 0.45})
+    memory_efficiency: Share = 0.62
     price_per_gpu_hour: NonNegativeFloat | None = None  # None: the preset's (config/prices.py)
 
 
@@ -40,6 +50,12 @@ class ModelSpec(Spec):
     kv_heads: Small
     head_dim: Small
     dtype_bytes: Annotated[int, Field(gt=0, le=64)] = 2
+    heads: Small | None = None  # query heads; unset: hidden / head_dim
+    vocab_size: Annotated[int, Field(ge=0, le=2**30)] = 0  # 0: embeddings not told apart
+    tied_embeddings: bool = False
+    weight_dtype: Dtype | None = None  # unset: dtype_bytes
+    kv_dtype: Dtype | None = None  # unset: dtype_bytes (not the weights': FP8 weights keep a
+    # BF16 cache unless told, as vLLM does)
 
 
 class LinearLatencyConfig(Spec):
@@ -53,11 +69,21 @@ class LinearLatencyConfig(Spec):
 
 
 class RooflineLatencyConfig(Spec):
-    """max(FLOPs / peak, bytes / bandwidth) / efficiency + overhead, split over tp GPUs."""
+    """GEMMs max(compute, weights), plus attention, all-reduces and CPU time; see latency.py.
+
+    The efficiencies default to the GPU's (per precision); `efficiency` sets both at once. The
+    CPU and front-end defaults are fitted to calibration/ (docs/continuous_batching.md).
+    """
 
     kind: Literal["roofline"]
-    efficiency: Annotated[float, Field(gt=0, le=1)] = 0.7
-    overhead_ms: MeasureOrZero = 1.0
+    efficiency: Share | None = None
+    compute_efficiency: Share | None = None
+    memory_efficiency: Share | None = None
+    overhead_ms: MeasureOrZero = 1.08  # CPU per iteration: schedule, prepare, sample
+    per_seq_ms: MeasureOrZero = 0.0748  # CPU per running sequence per iteration
+    allreduce_us: MeasureOrZero = 30.3  # latency of one tensor-parallel all-reduce
+    frontend_before_ms: MeasureOrZero = 30.0  # per request before its first token
+    frontend_after_ms: MeasureOrZero = 5.0  # per request after its last token
 
 
 def _latency_tag(value: Any) -> str:

@@ -155,7 +155,7 @@ def _resolve_paths(node: Any, base_dir: Path) -> None:
 
 
 def _is_path_key(key: Any) -> bool:
-    return isinstance(key, str) and (key == "path" or key.endswith(".path"))
+    return isinstance(key, str) and (key in ("path", "hf_config") or key.endswith(".path"))
 
 
 def shadowing_variants(

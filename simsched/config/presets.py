@@ -1,62 +1,144 @@
 """GPU and model presets, and the memory arithmetic of a paged KV cache (no SimPy here).
 
-The figures are public: vendor datasheets for the GPUs, the Llama 3 model cards and their
-`config.json` for the models (sources in docs/continuous_batching.md). They are plain mappings
-so that the `cluster` models can validate a preset and a user's own mapping the same way.
+The figures are public: vendor datasheets for the GPUs, the models' `config.json` for the models
+(sources in docs/continuous_batching.md); the efficiencies are fitted to published measurements
+(`make calibrate`, calibration/). They are plain mappings so that `cluster_config` can validate
+a preset and a user's own mapping the same way.
 
 GPU: `tflops` dense BF16 tensor-core TFLOP/s (datasheets quote the 2:4-sparse figure, twice
-this), `hbm_gbps` memory bandwidth in GB/s (10^9 bytes), `memory_gib` device memory,
-`gpus_per_node` the GPUs one NVLink node holds (the largest sensible tensor-parallel degree).
-Model: `params` parameter count, `layers`, `hidden_size`, `kv_heads`, `head_dim`, `dtype_bytes`
-(2 for BF16, used for the weights and the KV cache alike).
+this), `peak_tflops` the dense peak of other precisions, `hbm_gbps` memory bandwidth in GB/s
+(10^9 bytes), `memory_gib` device memory, `gpus_per_node` the largest tensor-parallel group,
+`link_gbps` the interconnect bandwidth per GPU and direction, `compute_efficiency` (per
+precision) and `memory_efficiency` the shares of peak that serving kernels reach.
+Model: `params`, `layers`, `hidden_size`, `kv_heads`, `head_dim`, `vocab_size`, and the weight
+and KV-cache precisions (`dtype_bytes` 2 for BF16 unless `weight_dtype`/`kv_dtype` say otherwise).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from simsched.config.model_presets import MODEL_PRESETS, dtype_bytes, from_hf_config
+
 GIB = 1024**3
 
+# Fitted to calibration/published.yaml by `make calibrate` (calibration/fitted.yaml; the fit
+# and its errors are in docs/continuous_batching.md, "Fidelity"). The H200 and H100 PCIe share
+# the H100's silicon and kernels, the A100 40GB the A100 80GB's.
+A100_BF16 = 0.6
+A100_MEMORY = 0.703
+H100_BF16 = 0.359
+H100_FP8 = 0.476
+H100_MEMORY = 0.786
+H200_MEMORY = 0.743
+B200_FP4 = 0.4
+B200_MEMORY = 0.487
+_A100_EFF = {"compute_efficiency": {"bf16": A100_BF16}, "memory_efficiency": A100_MEMORY}
+_H100_COMPUTE = {"bf16": H100_BF16, "fp8": H100_FP8}
+_H100_EFF = {"compute_efficiency": _H100_COMPUTE, "memory_efficiency": H100_MEMORY}
+# No calibration data: the middle of the fitted range, stated as an assumption in the docs.
+_ASSUMED_EFF = {"compute_efficiency": {"bf16": 0.45, "fp8": 0.45}, "memory_efficiency": 0.62}
+
 GPU_PRESETS: dict[str, dict[str, Any]] = {
-    # NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column.
-    "a100-80gb": {"tflops": 312.0, "hbm_gbps": 2039.0, "memory_gib": 80.0, "gpus_per_node": 8},
-    # NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (1,979 TFLOP/s with sparsity).
-    "h100-80gb": {"tflops": 989.5, "hbm_gbps": 3350.0, "memory_gib": 80.0, "gpus_per_node": 8},
-    # NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column (1,979 TFLOP/s with sparsity).
-    "h200": {"tflops": 989.5, "hbm_gbps": 4800.0, "memory_gib": 141.0, "gpus_per_node": 8},
+    # NVIDIA A100 datasheet, 80GB SXM: 312 BF16, 624 INT8 TOPS, 2,039 GB/s; NVLink 3: 600 GB/s.
+    "a100-80gb": {
+        "tflops": 312.0,
+        "peak_tflops": {"int8": 624.0},
+        "hbm_gbps": 2039.0,
+        "memory_gib": 80.0,
+        "gpus_per_node": 8,
+        "link_gbps": 300.0,
+        **_A100_EFF,
+    },
+    # The same datasheet, 40GB SXM: 1,555 GB/s HBM2.
+    "a100-40gb": {
+        "tflops": 312.0,
+        "peak_tflops": {"int8": 624.0},
+        "hbm_gbps": 1555.0,
+        "memory_gib": 40.0,
+        "gpus_per_node": 8,
+        "link_gbps": 300.0,
+        **_A100_EFF,
+    },
+    # NVIDIA H100 datasheet, SXM: 1,979 BF16 / 3,958 FP8 with sparsity; 3.35 TB/s; NVLink 4 900.
+    "h100-80gb": {
+        "tflops": 989.5,
+        "peak_tflops": {"fp8": 1979.0, "int8": 1979.0},
+        "hbm_gbps": 3350.0,
+        "memory_gib": 80.0,
+        "gpus_per_node": 8,
+        "link_gbps": 450.0,
+        **_H100_EFF,
+    },
+    # The same datasheet, PCIe: 1,513 BF16 / 3,026 FP8 sparse; 2 TB/s; NVLink bridge 600 GB/s
+    # for pairs (else PCIe Gen5, 128 GB/s), so two GPUs per tensor-parallel group.
+    "h100-pcie": {
+        "tflops": 756.5,
+        "peak_tflops": {"fp8": 1513.0, "int8": 1513.0},
+        "hbm_gbps": 2000.0,
+        "memory_gib": 80.0,
+        "gpus_per_node": 2,
+        "link_gbps": 300.0,
+        **_H100_EFF,
+    },
+    # NVIDIA H200 datasheet, SXM: the H100's compute, 4.8 TB/s HBM3e, 141 GB, NVLink 900 GB/s.
+    "h200": {
+        "tflops": 989.5,
+        "peak_tflops": {"fp8": 1979.0, "int8": 1979.0},
+        "hbm_gbps": 4800.0,
+        "memory_gib": 141.0,
+        "gpus_per_node": 8,
+        "link_gbps": 450.0,
+        "compute_efficiency": _H100_COMPUTE,
+        "memory_efficiency": H200_MEMORY,
+    },
+    # NVIDIA HGX B200 spec table: 2.25 / 4.5 / 9 PFLOP/s dense BF16 / FP8 / FP4, 7.7 TB/s,
+    # 180 GB; NVLink 5: 1,800 GB/s.
+    "b200": {
+        "tflops": 2250.0,
+        "peak_tflops": {"fp8": 4500.0, "int8": 4500.0, "fp4": 9000.0},
+        "hbm_gbps": 7700.0,
+        "memory_gib": 180.0,
+        "gpus_per_node": 8,
+        "link_gbps": 900.0,
+        # FP4 and memory fitted on its runs; BF16 and FP8 assumed the H100's (no data)
+        "compute_efficiency": {**_H100_COMPUTE, "fp4": B200_FP4},
+        "memory_efficiency": B200_MEMORY,
+    },
+    # NVIDIA L40S datasheet: 733 BF16 / 1,466 FP8 with sparsity, 864 GB/s GDDR6, 48 GB, PCIe
+    # Gen4 x16 (64 GB/s, no NVLink).
+    "l40s": {
+        "tflops": 366.5,
+        "peak_tflops": {"fp8": 733.0, "int8": 733.0},
+        "hbm_gbps": 864.0,
+        "memory_gib": 48.0,
+        "gpus_per_node": 8,
+        "link_gbps": 32.0,
+        **_ASSUMED_EFF,
+    },
+    # AMD Instinct MI300X datasheet: 1,307.4 BF16 / 2,614.9 FP8 dense, 5.3 TB/s, 192 GB;
+    # Infinity Fabric 7 links x 64 GB/s per direction to the other seven GPUs.
+    "mi300x": {
+        "tflops": 1307.4,
+        "peak_tflops": {"fp8": 2614.9, "int8": 2614.9},
+        "hbm_gbps": 5300.0,
+        "memory_gib": 192.0,
+        "gpus_per_node": 8,
+        "link_gbps": 448.0,
+        **_ASSUMED_EFF,
+    },
 }
 
-MODEL_PRESETS: dict[str, dict[str, Any]] = {
-    # Meta-Llama-3-8B config.json: 32 layers, hidden 4096, 32 query / 8 KV heads, vocab 128256,
-    # MLP 14336, untied embeddings, bfloat16. The parameter count is the exact sum of those
-    # shapes (the model card rounds it to 8B).
-    "llama-3-8b": {
-        "params": 8_030_261_248,
-        "layers": 32,
-        "hidden_size": 4096,
-        "kv_heads": 8,
-        "head_dim": 128,
-        "dtype_bytes": 2,
-    },
-    # Meta-Llama-3-70B config.json: 80 layers, hidden 8192, 64 query / 8 KV heads, MLP 28672.
-    "llama-3-70b": {
-        "params": 70_553_706_496,
-        "layers": 80,
-        "hidden_size": 8192,
-        "kv_heads": 8,
-        "head_dim": 128,
-        "dtype_bytes": 2,
-    },
-}
+__all__ = ["GIB", "GPU_PRESETS", "MODEL_PRESETS", "from_hf_config", "kv_bytes_per_token"]
 
 
 def weight_bytes(model: Any) -> int:
-    return int(model.params * model.dtype_bytes)
+    return int(model.params * dtype_bytes(model, "weight"))
 
 
 def kv_bytes_per_token(model: Any) -> int:
     """Keys and values of one token in every layer: 2 * layers * kv_heads * head_dim * dtype."""
-    return 2 * model.layers * model.kv_heads * model.head_dim * model.dtype_bytes
+    return int(2 * model.layers * model.kv_heads * model.head_dim * dtype_bytes(model, "kv"))
 
 
 def usable_bytes(gpu: Any, tp: int, utilization: float) -> float:

@@ -1,4 +1,4 @@
-"""How long one batching iteration of a replica takes: a linear fit, or a roofline of the hardware.
+"""How long one batching iteration of a replica takes: a linear fit, or a calibrated roofline.
 
 An iteration is described by five whole numbers: the prefill tokens it computes, the attended
 (query, key) pairs of those prefill tokens (causal: a chunk of `c` tokens after `d` cached ones
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from simsched.config import presets
+from simsched.config.model_presets import compute_dtype
 
 SHORT_RUN = 48  # iterations; beyond this NumPy's fixed costs pay off
 
@@ -31,6 +32,7 @@ class LinearLatency:
         self.prefill = config.prefill_ms_per_token
         self.decode = config.decode_ms_per_seq
         self.attention = config.attention_ms_per_1k_context
+        self.before_ms = self.after_ms = 0.0  # no front-end time: exact as given
 
     def iteration_ms(
         self,
@@ -50,23 +52,54 @@ class LinearLatency:
 
 
 class RooflineLatency:
-    """max(FLOPs / peak, bytes / bandwidth) / efficiency + overhead, split over `tp` GPUs.
+    """GEMMs as a roofline, plus attention, tensor-parallel all-reduces and CPU time, over `tp`.
 
-    FLOPs: 2 per parameter per token, plus 4 * layers * hidden_size per attended pair (QK^T and
-    AV). Bytes: the weights once per iteration, plus the KV cache read for each context token and
-    written for each new token. Tensor parallelism divides both evenly; its all-reduces are left
-    to `overhead_ms`.
+    gemm      = max((2 * body_params * tokens + 2 * vocab * hidden * decode_seqs) / compute,
+                    weight_bytes / memory)
+    attention = 4 * layers * heads * head_dim * prefill_pairs / compute_bf16
+              + kv_bytes_per_token * (prefill_context + prefill_tokens + decode_context) / memory
+    allreduce = 2 * layers * (allreduce_us + 2 (tp - 1) / tp * tokens * hidden * 2 B / link)
+    cpu       = overhead_ms + per_seq_ms * decode_seqs
+
+    The linear layers of a mixed batch run as one GEMM per weight matrix (one weight read for
+    all its tokens), hence one max; attention runs as separate kernels after them, compute-bound
+    for prefill chunks and memory-bound for decodes, so its time adds: a decode batch riding on
+    a prefill chunk pays for reading its KV cache. `compute` and `memory` are the GPU's peaks
+    (per precision) times their efficiencies. Every coefficient is precomputed in ms per unit.
     """
 
     def __init__(self, config: Any, gpu: Any, model: Any, tp: int) -> None:
-        self.flops_per_token = 2.0 * model.params
-        self.flops_per_pair = 4.0 * model.layers * model.hidden_size
-        self.weight_bytes = float(presets.weight_bytes(model))
-        self.kv_bytes_per_token = float(presets.kv_bytes_per_token(model))
-        self.flops_per_ms = tp * gpu.tflops * 1e9
-        self.bytes_per_ms = tp * gpu.hbm_gbps * 1e6
-        self.efficiency = config.efficiency
-        self.overhead_ms = config.overhead_ms
+        dtype = compute_dtype(model)
+        # attention runs in BF16 unless the weights and the KV cache are both FP8 (FP8 kernels)
+        fp8_cache = getattr(model, "kv_dtype", None) == "fp8"
+        attn_dtype = dtype if dtype == "fp8" and fp8_cache else "bf16"
+        share = config.compute_efficiency or config.efficiency
+        gemm_eff = share or _gpu_share(gpu, dtype)
+        attn_eff = share or _gpu_share(gpu, attn_dtype)
+        mem_eff = config.memory_efficiency or config.efficiency or gpu.memory_efficiency
+        peak = gpu.peak_tflops.get(dtype, gpu.tflops) if dtype != "bf16" else gpu.tflops
+        gemm_per_ms = tp * peak * 1e9 * gemm_eff
+        bytes_per_ms = tp * gpu.hbm_gbps * 1e6 * mem_eff
+        vocab = getattr(model, "vocab_size", 0)
+        head = vocab * model.hidden_size
+        tied = getattr(model, "tied_embeddings", False)
+        body = model.params - (head if tied else 2 * head)  # the embedding lookup is no GEMM
+        self.token_ms = 2.0 * body / gemm_per_ms
+        self.head_ms = 2.0 * head / gemm_per_ms  # the LM head runs for the sampled tokens
+        self.weights_ms = presets.weight_bytes(model) / bytes_per_ms
+        q_width = (getattr(model, "heads", None) or model.hidden_size // model.head_dim) * (
+            model.head_dim
+        )
+        attn_peak = peak if attn_dtype == dtype else gpu.tflops
+        self.pair_ms = 4.0 * model.layers * q_width / (tp * attn_peak * 1e9 * attn_eff)
+        self.kv_ms = presets.kv_bytes_per_token(model) / bytes_per_ms
+        reduces = 2 * model.layers if tp > 1 else 0
+        ring = 2.0 * (tp - 1) / tp * model.hidden_size * 2  # bytes per token, BF16 activations
+        self.fixed_ms = config.overhead_ms + reduces * config.allreduce_us / 1000
+        self.comm_ms = reduces * ring / (gpu.link_gbps * 1e6)  # per token in the batch
+        self.seq_ms = config.per_seq_ms
+        self.before_ms = config.frontend_before_ms  # per request, see Replica
+        self.after_ms = config.frontend_after_ms
 
     def iteration_ms(
         self,
@@ -78,14 +111,22 @@ class RooflineLatency:
         maximum: Callable = max,
     ) -> Any:
         tokens = prefill_tokens + decode_seqs
-        flops = self.flops_per_token * tokens + self.flops_per_pair * (
-            prefill_pairs + decode_context
+        gemm = maximum(self.token_ms * tokens + self.head_ms * decode_seqs, self.weights_ms)
+        fixed = self.fixed_ms + (self.comm_ms * tokens + self.seq_ms * decode_seqs)
+        return (
+            gemm
+            + self.pair_ms * prefill_pairs
+            + fixed
+            + self.kv_ms * (prefill_context + prefill_tokens + decode_context)
         )
-        moved = self.weight_bytes + self.kv_bytes_per_token * (
-            prefill_context + decode_context + tokens
-        )
-        compute, memory = flops / self.flops_per_ms, moved / self.bytes_per_ms
-        return maximum(compute, memory) / self.efficiency + self.overhead_ms
+
+
+def _gpu_share(gpu: Any, dtype: str) -> float:
+    shares = gpu.compute_efficiency
+    return shares.get(dtype) or shares.get("bf16") or DEFAULT_COMPUTE_SHARE
+
+
+DEFAULT_COMPUTE_SHARE = 0.45
 
 
 Latency = LinearLatency | RooflineLatency
@@ -138,13 +179,30 @@ def sustained_tokens_per_ms(latency: Latency, config: Any) -> float:
 def peak_tokens_per_ms(latency: Latency, budget: int, max_seqs: int) -> float:
     """An upper bound of tokens per ms for any iteration within the token and sequence limits.
 
-    Attention and cache reads only add time, so the bound drops them. With them gone both models
-    give a linear-fractional rate (the roofline's depends on prefill + decode tokens alone and
-    grows with them), whose maximum over the budget polygon lies at one of its corners.
+    Attention and cache reads only add time, so the bound drops them. Without them the rate is
+    linear-fractional wherever the roofline's GEMM term is on one side of its max, so over the
+    budget polygon its maximum lies at a corner or where an edge crosses from compute-bound to
+    weight-bound (the linear model has no such crossing).
     """
     seqs = min(max_seqs, budget)
     corners = [(budget, 0), (budget - seqs, seqs), (0, seqs)]
+    points = list(corners)
+    if isinstance(latency, RooflineLatency):
+        for (p0, d0), (p1, d1) in zip(corners, corners[1:] + corners[:1], strict=True):
+            f0, f1 = (
+                _compute_minus_weights(latency, p0, d0),
+                _compute_minus_weights(latency, p1, d1),
+            )
+            if f0 * f1 < 0:
+                s = f0 / (f0 - f1)
+                points.append((p0 + s * (p1 - p0), d0 + s * (d1 - d0)))
     return max(
         (prefill + decode) / float(latency.iteration_ms(prefill, 0, 0, decode, 0))
-        for prefill, decode in corners
+        for prefill, decode in points
+        if prefill + decode > 0
     )
+
+
+def _compute_minus_weights(latency: RooflineLatency, prefill: float, decode: float) -> float:
+    tokens = prefill + decode
+    return latency.token_ms * tokens + latency.head_ms * decode - latency.weights_ms

@@ -68,6 +68,12 @@ class Replica:
         self.max_seqs = config.max_num_seqs
         self.fast_forward = config.fast_forward
         self.latency = latency
+        # Front-end time (tokenise and queue before the first token; detokenise and respond
+        # after the last) delays what the client sees, not the GPU: it shifts the recorded
+        # instants. Multi-step scheduling admits new requests every `steps` iterations only.
+        self.before_ms = latency.before_ms
+        self.last_ms = latency.before_ms + latency.after_ms
+        self.steps = getattr(config, "num_scheduler_steps", 1)
         self.recorder = recorder
         self.on_room = lambda: None  # set by the cluster: a request left the waiting queue
         self.observer: Any = NoObserver()
@@ -128,7 +134,8 @@ class Replica:
     def _start_step(self) -> None:
         it = self.it
         plan, need, budget, free, preempted = self._plan_running(it)
-        if not preempted:  # as vLLM: after a preemption no waiting request starts this iteration
+        # as vLLM: after a preemption no waiting request starts this iteration
+        if not preempted and (self.steps == 1 or it % self.steps == 0 or not self.running):
             need = self._admit_waiting(plan, need, budget, free)
         self.pool.hold(need)
         prefill = pairs = context = 0
@@ -244,7 +251,7 @@ class Replica:
         self.prefilling.remove(seq)
         seq.generated += 1
         if seq.generated == 1:
-            self.recorder.first_token(seq.request, end)
+            self.recorder.first_token(seq.request, end + self.before_ms)
         if seq.generated >= seq.decode:
             self._finish(seq, seq.blocks, end)
         else:
@@ -258,7 +265,7 @@ class Replica:
     def _finish(self, seq: Seq, blocks: int, end: float) -> None:
         self._release(seq, blocks, finished=True)
         del self.running[seq.request.seq]
-        self.recorder.finished(seq.request, end)
+        self.recorder.finished(seq.request, end + self.last_ms)
 
     def _release(self, seq: Seq, blocks: int, finished: bool) -> None:
         if self.cache is None:

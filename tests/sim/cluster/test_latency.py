@@ -21,7 +21,19 @@ GIB = 1024**3
 H100 = SimpleNamespace(**presets.GPU_PRESETS["h100-80gb"])
 LLAMA_8B = SimpleNamespace(**presets.MODEL_PRESETS["llama-3-8b"])
 LLAMA_70B = SimpleNamespace(**presets.MODEL_PRESETS["llama-3-70b"])
-ROOFLINE = SimpleNamespace(efficiency=0.5, overhead_ms=2.0)
+ROOFLINE = SimpleNamespace(
+    efficiency=0.5,
+    compute_efficiency=None,
+    memory_efficiency=None,
+    overhead_ms=2.0,
+    per_seq_ms=0.0,
+    allreduce_us=0.0,
+    frontend_before_ms=0.0,
+    frontend_after_ms=0.0,
+)
+# Llama 3 8B's LM head and embeddings; the rest are the GEMMs every token runs through
+HEAD = 128256 * 4096
+BODY = LLAMA_8B.params - 2 * HEAD
 
 
 def linear(base=4.0, prefill=0.02, decode=0.15, attention=0.01) -> LinearLatency:
@@ -71,8 +83,8 @@ def test_roofline_single_decode_step_is_memory_bound() -> None:
     model = RooflineLatency(ROOFLINE, H100, LLAMA_8B, tp=1)
     context = 1000
     kv = presets.kv_bytes_per_token(LLAMA_8B)
-    moved = LLAMA_8B.params * 2 + kv * (context + 1)
-    expected = moved / (3350 * 1e6) / 0.5 + 2.0
+    # weights read once, the KV cache of the context read (the new token's write is in it)
+    expected = (LLAMA_8B.params * 2 + kv * context) / (3350 * 1e6 * 0.5) + 2.0
     assert model.iteration_ms(0, 0, 0, 1, context) == pytest.approx(expected, rel=1e-12)
 
 
@@ -80,17 +92,21 @@ def test_roofline_full_prefill_chunk_is_compute_bound() -> None:
     model = RooflineLatency(ROOFLINE, H100, LLAMA_8B, tp=1)
     chunk = 2048
     pairs = chunk * (chunk + 1) // 2
-    flops = 2 * LLAMA_8B.params * chunk + 4 * 32 * 4096 * pairs
-    expected = flops / (989.5 * 1e9) / 0.5 + 2.0
+    gemm = 2 * BODY * chunk / (989.5e9 * 0.5)  # no embedding lookup, no LM head in prefill
+    attention = 4 * 32 * 4096 * pairs / (989.5e9 * 0.5)
+    written = presets.kv_bytes_per_token(LLAMA_8B) * chunk / (3350e6 * 0.5)
+    expected = gemm + attention + 2.0 + written
     assert model.iteration_ms(chunk, pairs, 0, 0, 0) == pytest.approx(expected, rel=1e-12)
 
 
-def test_tensor_parallelism_divides_the_roofline_time() -> None:
+def test_tensor_parallelism_divides_the_gpu_time() -> None:
     one = RooflineLatency(ROOFLINE, H100, LLAMA_8B, tp=1)
     four = RooflineLatency(ROOFLINE, H100, LLAMA_8B, tp=4)
+    ring = 2 * 32 * 2 * 3 / 4 * 4096 * 2 / 450e6  # 2 all-reduces a layer, ms per token
     for shape in [(0, 0, 0, 64, 64_000), (2048, 2_098_176, 0, 0, 0)]:
+        tokens = shape[0] + shape[3]
         work_one = one.iteration_ms(*shape) - 2.0
-        assert four.iteration_ms(*shape) - 2.0 == pytest.approx(work_one / 4)
+        assert four.iteration_ms(*shape) - 2.0 - ring * tokens == pytest.approx(work_one / 4)
 
 
 @pytest.mark.parametrize("count", [1, 5, SHORT_RUN, SHORT_RUN + 1, 700])

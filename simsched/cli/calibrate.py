@@ -1,0 +1,107 @@
+"""`simsched calibrate FILE`: the table of cases, the fitted settings, the error summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from simsched.errors import InputError
+
+if TYPE_CHECKING:  # the library loads when the command runs, so `--help` stays fast
+    from simsched.studies.calibration.fit import Calibration
+
+
+def calibrate_command(
+    file: Annotated[
+        Path, typer.Argument(help="Calibration YAML file.", metavar="FILE", show_default=False)
+    ],
+    jobs: Annotated[int, typer.Option(min=1, metavar="N", help="Cases simulated in parallel.")] = 1,
+    out: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Write the fitted settings as a YAML fragment."),
+    ] = None,
+    no_fit: Annotated[
+        bool, typer.Option("--no-fit", help="Only compare the settings' start values.")
+    ] = False,
+) -> None:
+    """Fit numeric settings to measured figures by simulating each case (docs/calibration.md)."""
+    from simsched.outputs.atomic import write_text_atomic
+    from simsched.studies.calibration.fit import calibrate
+
+    if out is not None and out.is_dir():
+        raise InputError(str(out), "--out", "is a folder; give a file name")
+    result = calibrate(file, jobs=jobs, fit=not no_fit, progress=_progress)
+    typer.echo(render(result))
+    if out is not None:
+        write_text_atomic(out, fragment(result, file))
+        typer.echo(f"fitted settings written to {out}")
+
+
+def _progress(count: int, values: tuple | None, simulated: list[float]) -> None:
+    shown = "the file's own settings" if values is None else ", ".join(f"{v:.4g}" for v in values)
+    typer.echo(f"evaluation {count}: {shown}", err=True)
+
+
+def render(result: Calibration) -> str:
+    from simsched.studies.calibration.fit import error, summary
+
+    spec = result.spec
+    width = max(len(case.name) for case in spec.cases)
+    lines = [
+        f"{'case':<{width}}  {'metric':<13} {'measured':>11} {'before':>11} "
+        f"{'after':>11} {'error':>8}"
+    ]
+    after_errors, before_errors = [], []
+    for case, meas, bef, aft in zip(
+        spec.cases, result.measured, result.before, result.after, strict=True
+    ):
+        before_errors.append(error(bef, meas))
+        after_errors.append(error(aft, meas))
+        lines.append(
+            f"{case.name:<{width}}  {case.metric:<13} {meas:>11.4g} {bef:>11.4g} {aft:>11.4g} "
+            f"{after_errors[-1]:>+8.1%}"
+        )
+    lines.append("")
+    lines.append("fitted settings (--set):")
+    for setting, value in zip(spec.settings, result.fitted, strict=True):
+        notes = [setting.name] if setting.name else []
+        if setting.cases:
+            notes.append(f"{len(setting.cases)} cases from {setting.cases[0]}")
+        only = f"   # {'; '.join(notes)}" if notes else ""
+        lines.append(f"  {setting.path}={value:.4g}{only}")
+    for label, errors in (("before", before_errors), ("after", after_errors)):
+        median, worst = summary(errors)
+        lines.append(f"{label}: median absolute error {median:.1%}, worst {worst:.1%}")
+    return "\n".join(lines)
+
+
+def fragment(result: Calibration, file: Path) -> str:
+    """Fitted settings as YAML: nested by path where a path is fitted once, listed otherwise."""
+    import yaml
+
+    from simsched.studies.calibration.fit import error, summary
+
+    paths = [s.path for s in result.spec.settings]
+    nested: dict = {}
+    listed = []
+    for setting, value in zip(result.spec.settings, result.fitted, strict=True):
+        value = float(f"{value:.4g}")
+        if paths.count(setting.path) > 1 or setting.cases:
+            listed.append({"name": setting.name, "path": setting.path, "value": value})
+            continue
+        node = nested
+        *parents, leaf = setting.path.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    errors = [error(a, m) for a, m in zip(result.after, result.measured, strict=True)]
+    median, worst = summary(errors)
+    body = dict(nested)
+    if listed:
+        body["per_case_settings"] = listed
+    head = (
+        f"# simsched calibrate {file.name}: median absolute error {median:.1%}, worst {worst:.1%}\n"
+    )
+    return head + yaml.safe_dump(body, sort_keys=False)

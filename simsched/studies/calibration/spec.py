@@ -1,0 +1,130 @@
+"""The calibration file: settings to fit (dotted paths with bounds) and measured cases.
+
+Validated like a scenario: unknown keys, bad numbers and unreadable files are an `InputError`
+naming the file and field. Each case's scenario is loaded with its `set` overrides here, so a
+bad case fails before any simulation runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from simsched.config.loading import load_scenario
+from simsched.config.validation_errors import input_error
+from simsched.config.yaml_io import parse_yaml_mapping, read_text
+from simsched.errors import InputError
+from simsched.studies.calibration.metrics import METRICS, VLLM_KEYS
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Setting(Model):
+    """A numeric setting to fit, within [low, high], starting at `start` (default: the middle)."""
+
+    path: Annotated[str, Field(min_length=1)]
+    name: str = ""  # what it stands for, e.g. the preset field it becomes
+    low: Finite
+    high: Finite
+    start: Finite | None = None
+    cases: list[str] | None = None  # the cases it applies to; all when unset
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Setting:
+        if not self.low < self.high:
+            raise ValueError(f"low ({self.low:g}) must be below high ({self.high:g})")
+        if self.start is not None and not self.low <= self.start <= self.high:
+            raise ValueError(f"start {self.start:g} is outside [{self.low:g}, {self.high:g}]")
+        return self
+
+    @property
+    def initial(self) -> float:
+        return self.start if self.start is not None else (self.low + self.high) / 2
+
+
+class Case(Model):
+    """A scenario (relative to the calibration file), overrides, a metric, the measured value."""
+
+    name: Annotated[str, Field(min_length=1)]
+    scenario: Annotated[str, Field(min_length=1)]
+    set: list[str] = Field(default_factory=list)
+    metric: str
+    measured: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    vllm_result: str | None = None  # a `vllm bench serve --save-result` JSON file
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _known_metric(self) -> Case:
+        if self.metric not in METRICS:
+            raise ValueError(f"unknown metric {self.metric!r} (known: {', '.join(METRICS)})")
+        if (self.measured is None) == (self.vllm_result is None):
+            raise ValueError("give the measured value or a vllm_result file (one of them)")
+        return self
+
+
+class CalibrationFile(Model):
+    name: str = "calibration"
+    description: str = ""
+    settings: Annotated[list[Setting], Field(min_length=1)]
+    cases: Annotated[list[Case], Field(min_length=1)]
+    max_evaluations: Annotated[int, Field(gt=0)] = 60
+
+
+def load_calibration(path: Path) -> tuple[CalibrationFile, list[float], list[Any]]:
+    """The validated file, each case's measured value, and each case's base scenario."""
+    label = str(path)
+    raw = parse_yaml_mapping(read_text(path, "calibration file"), label)
+    try:
+        spec = CalibrationFile.model_validate(raw)
+    except ValidationError as exc:
+        raise input_error(exc.errors()[0], label, "") from None
+    names = [case.name for case in spec.cases]
+    for i, setting in enumerate(spec.settings):
+        unknown = sorted(set(setting.cases or []) - set(names))
+        if unknown:
+            raise InputError(label, f"settings[{i}].cases", f"unknown case {unknown[0]!r}")
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InputError(label, "cases", f"case name {dup!r} is given twice")
+    base = path.parent
+    measured = [_measured(case, base, label, i) for i, case in enumerate(spec.cases)]
+    scenarios = []
+    for i, case in enumerate(spec.cases):
+        scenario_path = base / case.scenario
+        if not scenario_path.is_file():
+            raise InputError(label, f"cases[{i}].scenario", f"no such file: {case.scenario}")
+        overrides = [f"{s.path}={s.initial}" for s in spec.settings if applies(s, case.name)]
+        overrides += case.set
+        try:  # fails now, not mid-fit; the message names the case and then the scenario
+            scenarios.append(load_scenario(scenario_path, overrides))
+        except InputError as exc:
+            field = "set" if "--set" in str(exc) else "scenario"
+            raise InputError(label, f"cases[{i}].{field}", str(exc)) from None
+    return spec, measured, scenarios
+
+
+def applies(setting: Setting, case: str) -> bool:
+    return setting.cases is None or case in setting.cases
+
+
+def _measured(case: Case, base: Path, label: str, index: int) -> float:
+    if case.measured is not None:
+        return case.measured
+    where = f"cases[{index}].vllm_result"
+    file = base / str(case.vllm_result)
+    try:
+        data = json.loads(read_text(file, "vLLM result file"))
+    except json.JSONDecodeError as exc:
+        raise InputError(label, where, f"{case.vllm_result} is not JSON: {exc.msg}") from None
+    key, scale = VLLM_KEYS[case.metric]
+    value = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+        raise InputError(label, where, f"{case.vllm_result} has no positive {key!r}")
+    return float(value) * scale

@@ -1,0 +1,149 @@
+"""`simsched calibrate`: recovers settings from measurements simsched itself made; bad files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simsched.cli.app import main
+from simsched.studies.calibration.fit import calibrate, run_case
+
+SCENARIO = """name: burst
+seed: 1
+tenants:
+  - id: bench
+    arrivals: {kind: periodic, interval_ms: 0.001, count: 1}
+    prefill_tokens: 10
+    decode_tokens: 10
+cluster:
+  service_model: continuous_batching
+  max_waiting_per_replica: 1000
+  latency_model: {kind: roofline, frontend_before_ms: 0, frontend_after_ms: 0}
+admission: {enabled: false}
+"""
+LM = "cluster.latency_model."
+TRUE = {LM + "compute_efficiency": 0.37, LM + "memory_efficiency": 0.58, LM + "overhead_ms": 1.7}
+# (name, lengths and count, metric): a prefill-bound run, a lone decode, a long-context batch
+CASES = [
+    ("prefill", ["tenants[0].prefill_tokens=4000", "tenants[0].arrivals.count=8",
+                 "tenants[0].decode_tokens=1"], "span_ms"),
+    ("lone_decode", ["tenants[0].decode_tokens=200"], "mean_tpot_ms"),
+    ("batch_decode", ["tenants[0].prefill_tokens=6000", "tenants[0].arrivals.count=32",
+                      "tenants[0].decode_tokens=100"], "p50_tpot_ms"),
+]  # fmt: skip
+
+
+def calibration_file(folder: Path, measured: dict[str, float] | None = None) -> Path:
+    (folder / "burst.yaml").write_text(SCENARIO, encoding="utf-8")
+    if measured is None:  # simsched's own figures at the true settings
+        truth = [f"{k}={v}" for k, v in TRUE.items()]
+        scenario = str(folder / "burst.yaml")
+        measured = {n: run_case((scenario, tuple(truth + s), m)) for n, s, m in CASES}
+    spec = {
+        "settings": [
+            {"path": LM + "compute_efficiency", "low": 0.2, "high": 0.9},
+            {"path": LM + "memory_efficiency", "low": 0.3, "high": 0.9},
+            {"path": LM + "overhead_ms", "low": 0.0, "high": 5.0},
+        ],
+        "cases": [
+            {"name": n, "scenario": "burst.yaml", "set": s, "metric": m, "measured": measured[n]}
+            for n, s, m in CASES
+        ],
+    }
+    path = folder / "cal.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    return path
+
+
+def test_recovers_known_settings_within_one_percent(tmp_path: Path) -> None:
+    result = calibrate(calibration_file(tmp_path), jobs=1)
+    for value, truth in zip(result.fitted, TRUE.values(), strict=True):
+        assert value == pytest.approx(truth, rel=0.01)
+    assert max(abs(a / m - 1) for a, m in zip(result.after, result.measured, strict=True)) < 0.01
+    again = calibrate(tmp_path / "cal.yaml", jobs=2)  # deterministic, in parallel too
+    assert again.fitted == result.fitted
+
+
+def test_command_prints_the_table_and_writes_the_fragment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
+    monkeypatch.setattr("sys.argv", ["simsched", "calibrate", str(path), "--no-fit", "--out",
+                                     str(tmp_path / "fit.yaml")])  # fmt: skip
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    out = capsys.readouterr().out
+    assert exit_info.value.code in (0, None)
+    assert "lone_decode" in out and "median absolute error" in out
+    assert f"{LM}overhead_ms=2.5" in out  # the middle of the bounds, unfitted
+    fragment = yaml.safe_load((tmp_path / "fit.yaml").read_text(encoding="utf-8"))
+    assert fragment["cluster"]["latency_model"]["overhead_ms"] == 2.5
+
+
+def test_reads_a_vllm_bench_result(tmp_path: Path) -> None:
+    path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    (tmp_path / "run.json").write_text(json.dumps({"mean_tpot_ms": 7.25}), encoding="utf-8")
+    spec["cases"][1] = {k: v for k, v in spec["cases"][1].items() if k != "measured"}
+    spec["cases"][1]["vllm_result"] = "run.json"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    assert calibrate(path, fit=False).measured[1] == 7.25
+
+
+def mutate(spec: dict, change: str) -> None:
+    if change == "unknown_key":
+        spec["settings"][0]["bound"] = 1
+    elif change == "bounds":
+        spec["settings"][0]["low"] = 2.0
+    elif change == "metric":
+        spec["cases"][0]["metric"] = "p42_ttft_ms"
+    elif change == "scenario":
+        spec["cases"][0]["scenario"] = "missing.yaml"
+    elif change == "negative":
+        spec["cases"][0]["measured"] = -3
+    elif change == "case_filter":
+        spec["settings"][0]["cases"] = ["nope"]
+    elif change == "bad_set":
+        spec["cases"][0]["set"] = ["cluster.tp=-1"]
+    elif change == "vllm_json":
+        del spec["cases"][0]["measured"]
+        spec["cases"][0]["vllm_result"] = "broken.json"
+
+
+@pytest.mark.parametrize(
+    ("change", "starts"),
+    [
+        ("unknown_key", "cal.yaml: settings[0].bound"),
+        ("bounds", "cal.yaml: settings[0]"),
+        ("metric", "cal.yaml: cases[0]"),
+        ("scenario", "cal.yaml: cases[0].scenario"),
+        ("negative", "cal.yaml: cases[0].measured"),
+        ("case_filter", "cal.yaml: settings[0].cases"),
+        ("bad_set", "cal.yaml: cases[0].set"),
+        ("vllm_json", "cal.yaml: cases[0].vllm_result"),
+    ],
+)
+def test_bad_calibration_files_exit_2_with_one_line(
+    change: str,
+    starts: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    mutate(spec, change)
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["simsched", "calibrate", "cal.yaml", "--out", "fit.yaml"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(starts)
+    assert not (tmp_path / "fit.yaml").exists()
