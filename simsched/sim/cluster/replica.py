@@ -67,6 +67,11 @@ class Replica:
         self.max_tokens = config.max_num_batched_tokens
         self.max_seqs = config.max_num_seqs
         self.fast_forward = config.fast_forward
+        # an idle replica batches what is placed on it within one scheduling step; vLLM's
+        # free-block watermark for admitting waiting requests, in blocks (floored, as vLLM's
+        # block manager does); docs/continuous_batching.md, "An iteration"
+        self.step_ms = config.schedule_step_ms
+        self.watermark = int(config.block_watermark * config.blocks_per_replica)
         self.latency = latency
         self.recorder = recorder
         self.on_room = lambda: None  # set by the cluster: a request left the waiting queue
@@ -105,9 +110,11 @@ class Replica:
     def submit(self, request: Request) -> None:
         self.waiting.append(Seq(request))
         if not self.busy:
-            # Start at this instant, after the scheduler has placed all it places now.
+            # Pick the first batch one scheduling step from now (with a step of 0: at this
+            # instant, after the scheduler has placed all it places now), so that what is placed
+            # here meanwhile joins it.
             self.busy = True
-            At(self.env, 0, SCHEDULER).callbacks.append(self._kick)
+            At(self.env, self.step_ms, SCHEDULER).callbacks.append(self._kick)
         elif self.jump is not None:
             self._cut_jump()
 
@@ -184,8 +191,15 @@ class Replica:
             done = hits * self.block_size
             chunk = min(seq.target - done, budget)
             blocks = ceil_div(done + chunk, self.block_size) - hits
+            # as vLLM: a request that does not fit now waits (nothing is preempted for it), and
+            # so does one whose whole prompt (vLLM's can_allocate counts all its tokens) would
+            # leave fewer free blocks than the watermark, unless nothing runs (vLLM would drop a
+            # request that can never clear it; here it runs alone, so nothing waits forever)
             if need + revived + blocks > free:
-                break  # as vLLM: a request that does not fit now waits; nothing is preempted
+                break
+            whole = ceil_div(seq.target, self.block_size) - hits
+            if self.running and need + revived + whole > free - self.watermark:
+                break
             waiting.popleft()
             if cache is not None:
                 take_seq(cache, seq, hits, self.recorder)
