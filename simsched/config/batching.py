@@ -75,11 +75,11 @@ class ContinuousBatchingConfig(BaseModel):
     fast_forward: bool = True
     prefix_caching: bool = False  # vLLM's automatic prefix caching (cluster/prefix_cache.py)
     # An idle replica picks its first batch this long after a request wakes it, so what is
-    # placed on it meanwhile is batched together (docs/continuous_batching.md#an-iteration).
+    # placed on it meanwhile is batched together (docs/continuous_batching.md, "Waking up").
     schedule_step_ms: NonNegativeFloat = 0.5
     # vLLM's block-manager watermark: a waiting request starts only if the free blocks left
-    # after its own stay >= floor(block_watermark * blocks); vLLM's default (0.01).
-    block_watermark: Annotated[float, Field(ge=0, lt=1)] = 0.01
+    # after its whole prompt stay >= floor(block_watermark * blocks); vLLM's default (0.01).
+    block_watermark: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.01
 
     @field_validator("tp")
     @classmethod

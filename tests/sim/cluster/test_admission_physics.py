@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from simsched.config.scenario import Scenario
+from simsched.errors import InputError
 from simsched.results.simulate import simulate
 from simsched.sim.cluster.continuous_batching import ContinuousBatching
 from simsched.sim.cluster.registry import SERVICE_MODELS
@@ -154,3 +155,18 @@ def test_the_watermark_stops_recompute_thrash(make_scenario) -> None:
     with_default = thrash(make_scenario, 0.01)  # vLLM's default: 50 of the 5000 blocks
     assert without >= 20  # the case thrashes without the watermark
     assert with_default * 4 <= without
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"schedule_step_ms": -1.0}, "cluster.schedule_step_ms: Input should be greater than"),
+        ({"schedule_step_ms": float("inf")}, "cluster.schedule_step_ms: Input should be a finite"),
+        ({"block_watermark": 1.0}, "cluster.block_watermark: Input should be less than 1"),
+        ({"block_watermark": float("nan")}, "cluster.block_watermark: Input should be a finite"),
+        ({"block_watermark": -0.01}, "cluster.block_watermark: Input should be greater than"),
+    ],
+)
+def test_bad_settings_name_the_field(make_scenario, setting, message) -> None:
+    with pytest.raises(InputError, match=message):
+        burst(make_scenario, 1e-6, **setting)
