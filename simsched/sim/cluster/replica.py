@@ -3,7 +3,8 @@
 Each iteration ends with one SimPy event. At its start the replica picks its batch: every
 running sequence past its prefill decodes one token; running sequences still in prefill, then
 waiting ones from the front, get prefill chunks while the token budget
-(`max_num_batched_tokens`), `max_num_seqs` and the free KV blocks allow. A sequence of `n`
+(`max_num_batched_tokens`), `max_num_seqs`, the free KV blocks and the free-block watermark
+allow. A sequence of `n`
 tokens holds `ceil(n / block_size)` blocks, taken as it grows. When the running sequences need
 more blocks than are free, the newest running sequence is preempted (recompute: its blocks are
 freed and it returns to the front of the waiting queue, to prefill its prompt and the tokens it
@@ -67,11 +68,6 @@ class Replica:
         self.max_tokens = config.max_num_batched_tokens
         self.max_seqs = config.max_num_seqs
         self.fast_forward = config.fast_forward
-        # an idle replica batches what is placed on it within one scheduling step; vLLM's
-        # free-block watermark for admitting waiting requests, in blocks (floored, as vLLM's
-        # block manager does); docs/continuous_batching.md, "An iteration"
-        self.step_ms = config.schedule_step_ms
-        self.watermark = int(config.block_watermark * config.blocks_per_replica)
         self.latency = latency
         self.recorder = recorder
         self.on_room = lambda: None  # set by the cluster: a request left the waiting queue
@@ -79,6 +75,11 @@ class Replica:
         self.capacity = config.blocks_per_replica
         self.pool = make_pool(self.capacity, config)
         self.cache = self.pool if config.prefix_caching else None  # a PrefixCachePool
+        # an idle replica batches what is placed on it within one scheduling step; vLLM's
+        # free-block watermark for admitting waiting requests, in blocks (floored, as vLLM's
+        # block manager does); docs/continuous_batching.md, "An iteration"
+        self.step_ms = config.schedule_step_ms
+        self.watermark = int(config.block_watermark * self.capacity)
         self.waiting: deque[Seq] = deque()
         self.running: dict[int, Seq] = {}  # by request seq, in the order they started running
         self.prefilling: list[Seq] = []  # running, prefill not complete, in running order
