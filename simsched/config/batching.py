@@ -26,7 +26,7 @@ from simsched.config.hardware import (
     RooflineLatencyConfig,
 )
 from simsched.config.router import CACHE_SCORERS, RouterSetting
-from simsched.config.spec_base import Size, Small
+from simsched.config.spec_base import NonNegativeFloat, Size, Small
 
 
 def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
@@ -93,6 +93,12 @@ class ContinuousBatchingConfig(BaseModel):
     prefix_caching: bool = False  # vLLM's automatic prefix caching (cluster/prefix_cache.py)
     # vLLM's --num-scheduler-steps: the scheduler runs (and new requests join) every k steps
     num_scheduler_steps: Annotated[int, Field(gt=0)] = 1
+    # An idle replica picks its first batch this long after a request wakes it, so what is
+    # placed on it meanwhile is batched together (docs/continuous_batching.md, "Waking up").
+    schedule_step_ms: NonNegativeFloat = 0.5
+    # vLLM's block-manager watermark: a waiting request starts only if the free blocks left
+    # after its whole prompt stay >= floor(block_watermark * blocks); vLLM's default (0.01).
+    block_watermark: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.01
 
     @field_validator("tp")
     @classmethod

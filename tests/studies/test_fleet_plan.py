@@ -80,7 +80,9 @@ def brute_force(table, slos, seeds: int) -> tuple[str, int]:
 
 
 def test_cheapest_fleet_equals_a_brute_force_sweep() -> None:
-    slos = ["chat.p99_ttft_ms<=300", "ide.p99_ttft_ms<=300"]
+    # 400 ms: at 300 ms, 6 s of traffic leaves the p99s so noisy that 4 H100s fail at the
+    # interval's pessimistic end where 3 pass, and a bisection rightly assumes monotony
+    slos = ["chat.p99_ttft_ms<=400", "ide.p99_ttft_ms<=400"]
     over = {"cluster.gpu": ["a100-80gb", "h100-80gb"]}
     short = [s.replace("=10", "=6") for s in SHORT]  # 6 seconds of traffic
     result = plan(SCENARIO, "cluster.replicas", "1:4", slos, over=over, minimize="cost",

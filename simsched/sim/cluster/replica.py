@@ -3,7 +3,8 @@
 Each iteration ends with one SimPy event. At its start the replica picks its batch: every
 running sequence past its prefill decodes one token; running sequences still in prefill, then
 waiting ones from the front, get prefill chunks while the token budget
-(`max_num_batched_tokens`), `max_num_seqs` and the free KV blocks allow. A sequence of `n`
+(`max_num_batched_tokens`), `max_num_seqs`, the free KV blocks and the free-block watermark
+allow. A sequence of `n`
 tokens holds `ceil(n / block_size)` blocks, taken as it grows. When the running sequences need
 more blocks than are free, the newest running sequence is preempted (recompute: its blocks are
 freed and it returns to the front of the waiting queue, to prefill its prompt and the tokens it
@@ -80,6 +81,11 @@ class Replica:
         self.capacity = config.blocks_per_replica
         self.pool = make_pool(self.capacity, config)
         self.cache = self.pool if config.prefix_caching else None  # a PrefixCachePool
+        # an idle replica batches what is placed on it within one scheduling step; vLLM's
+        # free-block watermark for admitting waiting requests, in blocks (floored, as vLLM's
+        # block manager does); docs/continuous_batching.md, "An iteration"
+        self.step_ms = config.schedule_step_ms
+        self.watermark = int(config.block_watermark * self.capacity)
         self.waiting: deque[Seq] = deque()
         self.running: dict[int, Seq] = {}  # by request seq, in the order they started running
         self.prefilling: list[Seq] = []  # running, prefill not complete, in running order
@@ -111,9 +117,11 @@ class Replica:
     def submit(self, request: Request) -> None:
         self.waiting.append(Seq(request))
         if not self.busy:
-            # Start at this instant, after the scheduler has placed all it places now.
+            # Pick the first batch one scheduling step from now (with a step of 0: at this
+            # instant, after the scheduler has placed all it places now), so that what is placed
+            # here meanwhile joins it.
             self.busy = True
-            At(self.env, 0, SCHEDULER).callbacks.append(self._kick)
+            At(self.env, self.step_ms, SCHEDULER).callbacks.append(self._kick)
         elif self.jump is not None:
             self._cut_jump()
 
@@ -191,8 +199,15 @@ class Replica:
             done = hits * self.block_size
             chunk = min(seq.target - done, budget)
             blocks = ceil_div(done + chunk, self.block_size) - hits
+            # as vLLM: a request that does not fit now waits (nothing is preempted for it), and
+            # so does one whose whole prompt (vLLM's can_allocate counts all its tokens) would
+            # leave fewer free blocks than the watermark, unless nothing runs (vLLM would drop a
+            # request that can never clear it; here it runs alone, so nothing waits forever)
             if need + revived + blocks > free:
-                break  # as vLLM: a request that does not fit now waits; nothing is preempted
+                break
+            whole = ceil_div(seq.target, self.block_size) - hits
+            if self.running and need + revived + whole > free - self.watermark:
+                break
             waiting.popleft()
             if cache is not None:
                 take_seq(cache, seq, hits, self.recorder)

@@ -120,12 +120,16 @@ def lone_request(make_scenario, prefill: int, decode: int, **settings: Any) -> S
 def test_lone_request_ttft_is_its_prefill_iteration_and_tpot_the_decode_step(
     make_scenario, watch
 ) -> None:
-    recorder, _, _ = watch(lone_request(make_scenario, 300, 5, latency_model=LINEAR))
-    assert recorder.first_token_ms[0] - 100.0 == pytest.approx(4.0 + 0.02 * 300, abs=1e-9)
+    scenario = lone_request(make_scenario, 300, 5, latency_model=LINEAR)
+    recorder, _, _ = watch(scenario)
+    # the idle replica picks its batch one scheduling step after the request reaches it
+    step = scenario.cluster.schedule_step_ms
+    assert step > 0
+    assert recorder.first_token_ms[0] - 100.0 == pytest.approx(step + 4.0 + 0.02 * 300, abs=1e-9)
     # decode step g (1..4) attends to the prompt and the g tokens generated so far
     steps = [4.0 + 0.15 + 0.01 * (300 + g) / 1000 for g in range(1, 5)]
     assert recorder.finish_ms[0] - recorder.first_token_ms[0] == pytest.approx(sum(steps))
-    assert recorder.ttft_ms[0] == 10.0
+    assert recorder.ttft_ms[0] == 10.0 + step
 
 
 def test_lone_request_without_attention_term_has_a_constant_tpot(make_scenario) -> None:
@@ -133,14 +137,15 @@ def test_lone_request_without_attention_term_has_a_constant_tpot(make_scenario) 
     scenario = lone_request(make_scenario, 300, 11, latency_model=latency)
     requests = simulate(scenario).requests
     assert requests["tpot_ms"].iloc[0] == 4.15
-    assert requests["e2e_ms"].iloc[0] == round(10.0 + 10 * 4.15, 2)
+    assert requests["e2e_ms"].iloc[0] == round(scenario.cluster.schedule_step_ms + 10.0 + 41.5, 2)
 
 
 def test_long_prompt_is_prefilled_in_chunks(make_scenario, watch) -> None:
     scenario = lone_request(make_scenario, 5000, 1, latency_model=LINEAR)
     recorder, watcher, _ = watch(scenario)
     assert [it[3] for it in watcher.iterations] == [2048, 2048, 904]
-    assert recorder.first_token_ms[0] - 100.0 == pytest.approx(3 * 4.0 + 0.02 * 5000)
+    step = scenario.cluster.schedule_step_ms
+    assert recorder.first_token_ms[0] - 100.0 == pytest.approx(step + 3 * 4.0 + 0.02 * 5000)
     assert recorder.finish_ms[0] == recorder.first_token_ms[0]  # one token: done at the first
 
 
@@ -150,8 +155,10 @@ def test_lone_request_under_the_roofline_matches_the_model(make_scenario) -> Non
     recorder = run_variant(scenario, build_workload(scenario)).recorder
     prefill = latency.iteration_ms(700, 700 * 701 // 2, 0, 0, 0)
     decodes = latency.iteration_ms(0, 0, 0, 1, 701) + latency.iteration_ms(0, 0, 0, 1, 702)
-    # the front end's time before the first token and after the last is added to both instants
-    assert recorder.first_token_ms[0] - 100.0 == pytest.approx(prefill + latency.before_ms)
+    # the front end's time before the first token and after the last is added to both instants;
+    # an idle replica picks its first batch one scheduling step after the request reaches it
+    step = scenario.cluster.schedule_step_ms
+    assert recorder.first_token_ms[0] - 100.0 == pytest.approx(step + prefill + latency.before_ms)
     assert recorder.finish_ms[0] - recorder.first_token_ms[0] == pytest.approx(
         decodes + latency.after_ms
     )

@@ -64,6 +64,8 @@ def cases(draw: st.DrawFn) -> tuple[list[tuple], list[dict], dict[str, Any]]:
         "router": draw(st.sampled_from(ROUTERS)),
         "latency_model": draw(st.sampled_from([LINEAR, {"kind": "roofline"}])),
         "prefix_caching": draw(st.booleans()),
+        "schedule_step_ms": draw(st.sampled_from([0.0, 0.5, 4.0])),
+        "block_watermark": draw(st.sampled_from([0.0, 0.01, 0.3])),
     }
     if cluster["router"] == ROUTERS[-1] and not cluster["prefix_caching"]:  # reads the caches
         cluster["router"] = {"scorers": [{"name": "prefix_cache_approx", "weight": 1}]}

@@ -160,7 +160,8 @@ LINEAR = {
 def test_fast_forward_gives_identical_frames(monkeypatch, cluster, sections) -> None:
     results = run_both_ways(monkeypatch, BUSY, cluster, {"interval_ms": 3.7}, sections)
     if cluster.get("num_gpu_blocks", 10**6) < 1000:
-        assert results[0].requests["preemptions"].sum() > 100
+        # fewer than before vLLM's free-block watermark, which is what it is for, but still many
+        assert results[0].requests["preemptions"].sum() > 20
 
 
 def test_fast_forward_reads_state_right_at_iteration_ends(monkeypatch) -> None:

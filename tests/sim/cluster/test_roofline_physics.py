@@ -139,7 +139,9 @@ def test_multi_step_scheduling_admits_new_requests_every_k_steps(tmp_path: Path)
     arrivals: {kind: periodic, start_ms: 25, interval_ms: 1, count: 1}
     prefill_tokens: 10
     decode_tokens: 5"""
+    # no scheduling step for an idle replica, so A's iterations end at 10, 20, 30 ... ms
     cluster = """  service_model: continuous_batching
+  schedule_step_ms: 0
   latency_model: {kind: linear, base_ms: 10, prefill_ms_per_token: 0, decode_ms_per_seq: 0}"""
     path = write_scenario(tmp_path, cluster, tenants)
     for steps, ttft in [(1, 15.0), (8, 65.0)]:  # B starts at 30 ms, or at iteration 8 (80 ms)
