@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from simsched.config.arrival_specs import OpenArrivalSpec
 from simsched.config.length_specs import LengthSpec
@@ -34,6 +34,15 @@ class SessionArrivals(Spec):
     think_time_ms: LengthSpec | None = None  # None: the next turn comes at once
     on_shed: Literal["end", "retry"] = "end"
     max_retries: Annotated[int, Field(ge=0, le=1000)] = 3
+
+    @field_validator("turns")
+    @classmethod
+    def _at_least_one_turn(cls, turns: LengthSpec) -> LengthSpec:
+        # a fixed count may be 0 as a token count, but a session has at least one turn
+        # (drawn counts are already clipped to at least 1)
+        if isinstance(turns, int) and turns < 1:
+            raise ValueError("a session has at least 1 turn")
+        return turns
 
 
 class ClosedLoopArrivals(Spec):

@@ -164,6 +164,11 @@ def test_the_token_server_serves_sessions_too() -> None:
             | {"turns": 2, "on_shed": "wait"},
             "arrivals.on_shed",
         ),
+        (
+            {"kind": "sessions", "start": {"kind": "poisson", "rate_per_s": 1, "count": 1}}
+            | {"turns": 0},
+            "arrivals.turns",
+        ),
     ],
 )
 def test_bad_session_settings_name_the_field(arrivals, where) -> None:
