@@ -67,7 +67,7 @@ def simulate(
         fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
         frames.append(frame.sort_values("_seq", kind="stable"))
         tenants.extend(rows)
-    extra = ["cached_tokens"] if caching else []
+    extra = ["cached_tokens", "preempted_cached_tokens"] if caching else []
     extra += ["session", "turn"] if any(has_reactive(r) for _, r in chosen) else []
     requests = pd.concat(frames, ignore_index=True)[REQUEST_COLUMNS + extra]
     return SimulationResult(

@@ -142,8 +142,7 @@ def take_seq(cache: PrefixCachePool, seq, hits: int, recorder) -> None:
     seq.shared = cache.take(seq.keys, hits) if hits else []
     seq.blocks = seq.reg = hits
     seq.done = hits * cache.block_size
-    if seq.generated == 0:  # the prompt's own prefill (a recompute may hit more)
-        recorder.cached(seq.request, seq.done)
+    recorder.cached(seq.request, seq.done)  # a restart's re-hits are recorded apart
 
 
 def register_done(cache: PrefixCachePool, seq) -> None:

@@ -173,6 +173,21 @@ def test_unbounded_cache_hits_what_was_seen_before_and_conserves_tokens(
     assert counter.prefill == int(table.prefill_tokens.sum()) - sum(hits)  # conservation
 
 
+def test_a_preempted_request_re_hitting_its_own_blocks_is_no_prefix_hit(tmp_path) -> None:
+    # no two requests share a block, so nothing is a hit; a few requests are preempted in their
+    # prefill and find their own blocks again when they restart: counted apart
+    rows = [(i * 10.0, 3000, 400, [1000 * i + k for k in range(6)]) for i in range(20)]
+    scenario = trace_scenario(write_trace(tmp_path / "t.jsonl", rows), num_gpu_blocks=900)
+    result = simulate(scenario)
+    requests = result.requests
+    assert (requests["cached_tokens"] == 0).all()
+    again = requests["preempted_cached_tokens"]
+    assert again.sum() > 0
+    assert (requests.loc[again > 0, "preemptions"] > 0).all()
+    summary = result.to_json_dict()["prefix_cache"]["base"]
+    assert summary["hit_rate"] == 0.0 and summary["preempted_cached_tokens"] == again.sum()
+
+
 # --- fast-forward ---------------------------------------------------------------------------------
 
 BUSY = [
