@@ -26,12 +26,18 @@ MOONCAKE_BLOCK = 512  # tokens per hash id in the Mooncake FAST'25 traces
 
 
 def with_prefixes(
-    table: RequestTable, tenant, interner: ChainIds, rng: np.random.Generator
+    table: RequestTable,
+    tenant,
+    interner: ChainIds,
+    rng: np.random.Generator,
+    trace_ids: bool = True,
 ) -> RequestTable:
-    """The tenant's table with its `prefix` column (unchanged if the tenant has no source)."""
+    """The tenant's table with its `prefix` column (unchanged if the tenant has no source).
+    `trace_ids`: read a Mooncake file's `hash_ids` (only when some setting uses prefixes, so
+    that a file whose ids are missing or null replays as before without caching)."""
     trace = tenant.trace
     own = None
-    if trace is not None and trace.format == "mooncake":
+    if trace_ids and trace is not None and trace.format == "mooncake":
         own = mooncake_prefixes(trace, interner)
     system = getattr(tenant, "prefix", None)
     if own is None and system is None:
@@ -89,7 +95,9 @@ def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list
         if not line.strip():
             continue
         record = json.loads(line)  # read_trace has already checked every row's JSON and keys
-        ids = record.get("hash_ids", [])
+        ids = record.get("hash_ids")
+        if ids is None:
+            ids = []  # no prefix ids for this row: nothing of it can hit
         if not isinstance(ids, list) or not all(_is_id(x) for x in ids):
             raise fail(label, number, "hash_ids is not a list of integers")
         times.append(float(record["timestamp"]))
