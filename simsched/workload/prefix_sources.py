@@ -2,7 +2,8 @@
 
 - Mooncake traces carry `hash_ids`, one id per 512-token block of the prompt (the last one
   covers the remainder). They are chained here from the file's own ids, so a block id means the
-  same tokens before it too, whichever tenant replays the file.
+  same tokens before it too, whichever tenant replays the file (unless the tenants give
+  different `cache_salt`s: then their keys differ, as with vLLM's cache_salt).
 - `prefix: {tokens: N, groups: K}` puts one of K system prompts of N tokens in front of every
   request of the tenant (drawn uniformly per request from the tenant's own prefix stream; K = 1
   means one prompt shared by all). The prompt then has N + the drawn `prefill_tokens` tokens.
@@ -73,7 +74,7 @@ def mooncake_prefixes(trace, interner: ChainIds) -> list[Prefix]:
     rows = np.arange(len(times), dtype=np.int64)[order]
     columns = TraceColumns(times[order] - times[order][0], rows, rows)
     kept = window(columns, label, trace.start_s, trace.duration_s, trace.max_requests)
-    source = ("mooncake", str(Path(trace.path).resolve()))
+    source = ("mooncake", str(Path(trace.path).resolve()), trace.cache_salt)
     return [_chain(hashes[r], int(lengths[r]), source, interner) for r in kept.prefill_tokens]
 
 
