@@ -53,6 +53,19 @@ def _parse(value: Any) -> Any:
         raise ValueError(f"{where}: {error['msg']}") from None
 
 
+def uses_prefixes(cluster: Any) -> bool:
+    """Whether a cluster setting reads prompt prefixes: it caches them, or a scorer routes on
+    them (the approximate one works without caching). Trace prefix ids are read only then."""
+    if cluster is None:
+        return False
+    if getattr(cluster, "prefix_caching", False):
+        return True
+    router = getattr(cluster, "router", None)
+    return isinstance(router, WeightedRouter) and any(
+        scorer.name in ("prefix_cache", "prefix_cache_approx") for scorer in router.scorers
+    )
+
+
 RouterSetting = Annotated[
     Literal["round_robin", "least_outstanding", "least_kv"] | WeightedRouter,
     BeforeValidator(_parse),

@@ -27,14 +27,19 @@ class TenantTrace(BaseModel):
     max_requests: Annotated[int, Field(ge=1)] | None = None
     model: Annotated[str, Field(min_length=1)] | None = None
     log_type: Annotated[str, Field(min_length=1)] | None = None
+    # salts the file's prefix ids (as vLLM's cache_salt): tenants replaying one file with
+    # different salts share no cached blocks; equal salts (or none) share them
+    cache_salt: Annotated[str, Field(min_length=1, max_length=256)] | None = None
 
     @model_validator(mode="after")
     def _filters_need_burstgpt(self) -> TenantTrace:
         for key in ("model", "log_type"):
             if getattr(self, key) is not None and self.format != "burstgpt":
                 raise ValueError(f"{key} applies only to format burstgpt")
+        if self.cache_salt is not None and self.format != "mooncake":
+            raise ValueError("cache_salt applies only to format mooncake (its hash_ids)")
         return self
 
     def options(self) -> dict:
         """The keyword arguments of `read_trace`."""
-        return self.model_dump(exclude={"path", "format"})
+        return self.model_dump(exclude={"path", "format", "cache_salt"})

@@ -29,6 +29,7 @@ def comparison_table(result: SimulationResult) -> str:
             for v in variants
         ]
         rows += _tenant_rows(per_variant)
+        rows += _tenant_hit_rows(result, per_variant)
     return _render(rows, title=_title(result))
 
 
@@ -70,6 +71,7 @@ def _overall_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
             [f"{s['peak_kv_occupancy_ratio']:.4f}" for s in summaries],
         ),
         ("  peak KV held (fullest replica)", [_held(c) for c in capacity]),
+        *_hit_rows(result),
         (f"  interactive p99 TTFT <= {limit:g} ms", [_verdict(v["met"]) for v in slo]),
         (
             "  Jain index, admitted work / weight",
@@ -114,6 +116,33 @@ def _tenant_rows(per_variant: list[dict[str, Any]]) -> list[tuple[str, list[str]
         ("  class SLO (p99)", column("slo_met", _verdict)),
     ]
     return rows
+
+
+def _hit_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
+    """Cached prompt tokens over prompt tokens (re-hits after preemption excluded), only when
+    some variant caches prefixes; "off" for a variant that does not."""
+    caches = result.prefix_cache
+    if not caches:
+        return []
+    return [
+        (
+            "  prefix hit rate",
+            [f"{caches[v]['hit_rate']:.4f}" if v in caches else "off" for v in result.variants],
+        )
+    ]
+
+
+def _tenant_hit_rows(
+    result: SimulationResult, per_variant: list[dict[str, Any]]
+) -> list[tuple[str, list[str]]]:
+    caches = result.prefix_cache
+    if not caches:
+        return []
+    cells = [
+        f"{row['prefix_hit_rate']:.4f}" if v in caches else "off"
+        for v, row in zip(result.variants, per_variant, strict=True)
+    ]
+    return [("  prefix hit rate", cells)]
 
 
 def _class_ms(result: SimulationResult, key: str, priority_class: str) -> list[str]:

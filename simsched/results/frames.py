@@ -118,6 +118,7 @@ def variant_frame(
             "preemptions": column(recorder.preemptions, np.int64),
             "replica": column(recorder.replica, np.int64),
             "cached_tokens": column(recorder.cached_tokens, np.int64),
+            "preempted_cached_tokens": column(recorder.preempted_cached_tokens, np.int64),
             "_seq": seq,
         }
     )

@@ -1,9 +1,12 @@
 """Prefix-cache figures for the outputs: hit rates per tenant and per replica.
 
 The hit rate is cached prompt tokens over prompt tokens, over admitted requests (a shed request
-never reaches a cache). `cached_tokens` is what the request's prompt prefill found in its
-replica's cache when it started (after a preemption, when it started again before its first
-token), so `cached_tokens + computed prompt tokens = prefill_tokens` for every request.
+never reaches a cache). `cached_tokens` is what the request's prompt found in its replica's
+cache when it first started, so `cached_tokens + prompt tokens computed on the first start =
+prefill_tokens` for every request. A preempted request that starts again finds blocks again
+(mostly its own, computed before the preemption): those are `preempted_cached_tokens`, summed
+over its restarts, and never count as hits (as vLLM's PrefixCacheStats keeps preempted
+requests' hits apart).
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ def replica_summary(frame: pd.DataFrame, replicas: int) -> dict[str, Any]:
     return {
         "hit_rate": hit_rate(frame),
         "cached_prompt_tokens": int(frame["cached_tokens"].to_numpy()[ok].sum()),
+        # not hits: what preempted requests found again when they restarted
+        "preempted_cached_tokens": int(frame["preempted_cached_tokens"].to_numpy()[ok].sum()),
         "prompt_tokens": int(frame["prefill_tokens"].to_numpy()[ok].sum()),
         "replica_hit_rate": per_replica,
         "replica_requests": {str(r): int(np.sum(placed == r)) for r in range(replicas)},

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.config.loading import checked, load_scenario, resolve_variants, select_variants
+from simsched.config.router import uses_prefixes
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.results.fairness import fairness_summary
@@ -67,7 +68,7 @@ def simulate(
         fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
         frames.append(frame.sort_values("_seq", kind="stable"))
         tenants.extend(rows)
-    extra = ["cached_tokens"] if caching else []
+    extra = ["cached_tokens", "preempted_cached_tokens"] if caching else []
     extra += ["session", "turn"] if any(has_reactive(r) for _, r in chosen) else []
     requests = pd.concat(frames, ignore_index=True)[REQUEST_COLUMNS + extra]
     return SimulationResult(
@@ -113,9 +114,9 @@ def variant_workload(
 
 
 def _workload_key(scenario: Scenario) -> str:
-    return json.dumps(
-        scenario.model_dump(mode="json", include={"seed", "tenants", "trace"}), sort_keys=True
-    )
+    settings = scenario.model_dump(mode="json", include={"seed", "tenants", "trace"})
+    settings["prefix_ids"] = uses_prefixes(scenario.cluster)  # trace hash_ids read or not
+    return json.dumps(settings, sort_keys=True)
 
 
 def _join(context: str, where: str) -> str:

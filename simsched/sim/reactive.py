@@ -32,6 +32,7 @@ _GROWING = (
     "preemptions",
     "replica",
     "cached_tokens",
+    "preempted_cached_tokens",
 )
 
 
@@ -77,10 +78,11 @@ class GrowingRecorder(Recorder):
         return self
 
 
+_BLANKS = {"status_code": 0, "preemptions": 0, "replica": -1, "cached_tokens": 0}
+
+
 def _blank(name: str) -> float:
-    return {"status_code": 0, "preemptions": 0, "replica": -1, "cached_tokens": 0}.get(
-        name, float("nan")
-    )
+    return (_BLANKS | {"preempted_cached_tokens": 0}).get(name, float("nan"))
 
 
 class ReactiveTickGateway(TickGateway):

@@ -42,6 +42,9 @@ class Recorder:
         self.preemptions = array("q", [0]) * size
         self.replica = array("q", [-1]) * size
         self.cached_tokens = array("q", [0]) * size  # prompt tokens served from a prefix cache
+        # tokens found in the cache again when a preempted request restarted (mostly its own
+        # blocks): kept apart so that they never count as prefix hits, as vLLM keeps them
+        self.preempted_cached_tokens = array("q", [0]) * size
 
     def admitted(
         self, seq: int, now: float, wait_ms: float, occupancy: float, ttft_ms: float = NAN
@@ -85,7 +88,13 @@ class Recorder:
         self.replica[request.seq] = replica
 
     def cached(self, request: Request, tokens: int) -> None:
-        self.cached_tokens[request.seq] = tokens
+        """`tokens` found in the cache as the request starts: its first start's lookup is its
+        `cached_tokens`; restarts after a preemption add to `preempted_cached_tokens`."""
+        seq = request.seq
+        if self.preemptions[seq]:
+            self.preempted_cached_tokens[seq] += tokens
+        else:
+            self.cached_tokens[seq] = tokens
 
     def preempted(self, request: Request) -> None:
         self.preemptions[request.seq] += 1

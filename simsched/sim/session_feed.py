@@ -119,7 +119,7 @@ class ReactiveFeed:
             spec = plan.spec
             if spec.on_shed == "retry" and session.retries < spec.max_retries:
                 session.retries += 1
-                self._push(now + session.think_ms(), session)
+                self._push(now + spec.retry_after_ms, session)  # a backoff, not a think
         else:
             session.answered(self.interner)
             if session.turn < plan.turns[session.number]:

@@ -7,6 +7,7 @@ from collections import Counter
 
 import numpy as np
 
+from simsched.config.router import uses_prefixes
 from simsched.errors import InputError
 from simsched.workload.generators import generate_tenant
 from simsched.workload.limits import check_request_budget, check_times
@@ -21,12 +22,14 @@ from simsched.workload.traces import tenant_trace_table
 def build_workload(scenario) -> RequestTable:
     check_request_budget(scenario)  # before generating: a billion requests never start
     interner = ChainIds()  # one per workload: equal chain ids mean equal prompt prefixes
+    trace_ids = uses_prefixes(getattr(scenario, "cluster", None))  # else hash_ids go unread
     tables = [
         with_prefixes(
             _timed(generate_tenant(tenant, index, rng), scenario, f"tenants[{index}].arrivals"),
             tenant,
             interner,
             prefix_rng(scenario.seed, tenant.id),
+            trace_ids,
         )
         for index, tenant in enumerate(scenario.tenants)
         if tenant.arrivals is not None and not is_reactive(tenant)  # sessions: sent as they go
@@ -40,6 +43,7 @@ def build_workload(scenario) -> RequestTable:
             tenant,
             interner,
             prefix_rng(scenario.seed, tenant.id),
+            trace_ids,
         )
         for index, tenant in enumerate(scenario.tenants)
         if tenant.trace is not None

@@ -2,7 +2,8 @@
 
 - Mooncake traces carry `hash_ids`, one id per 512-token block of the prompt (the last one
   covers the remainder). They are chained here from the file's own ids, so a block id means the
-  same tokens before it too, whichever tenant replays the file.
+  same tokens before it too, whichever tenant replays the file (unless the tenants give
+  different `cache_salt`s: then their keys differ, as with vLLM's cache_salt).
 - `prefix: {tokens: N, groups: K}` puts one of K system prompts of N tokens in front of every
   request of the tenant (drawn uniformly per request from the tenant's own prefix stream; K = 1
   means one prompt shared by all). The prompt then has N + the drawn `prefill_tokens` tokens.
@@ -26,12 +27,18 @@ MOONCAKE_BLOCK = 512  # tokens per hash id in the Mooncake FAST'25 traces
 
 
 def with_prefixes(
-    table: RequestTable, tenant, interner: ChainIds, rng: np.random.Generator
+    table: RequestTable,
+    tenant,
+    interner: ChainIds,
+    rng: np.random.Generator,
+    trace_ids: bool = True,
 ) -> RequestTable:
-    """The tenant's table with its `prefix` column (unchanged if the tenant has no source)."""
+    """The tenant's table with its `prefix` column (unchanged if the tenant has no source).
+    `trace_ids`: read a Mooncake file's `hash_ids` (only when some setting uses prefixes, so
+    that a file whose ids are missing or null replays as before without caching)."""
     trace = tenant.trace
     own = None
-    if trace is not None and trace.format == "mooncake":
+    if trace_ids and trace is not None and trace.format == "mooncake":
         own = mooncake_prefixes(trace, interner)
     system = getattr(tenant, "prefix", None)
     if own is None and system is None:
@@ -67,7 +74,7 @@ def mooncake_prefixes(trace, interner: ChainIds) -> list[Prefix]:
     rows = np.arange(len(times), dtype=np.int64)[order]
     columns = TraceColumns(times[order] - times[order][0], rows, rows)
     kept = window(columns, label, trace.start_s, trace.duration_s, trace.max_requests)
-    source = ("mooncake", str(Path(trace.path).resolve()))
+    source = ("mooncake", str(Path(trace.path).resolve()), trace.cache_salt)
     return [_chain(hashes[r], int(lengths[r]), source, interner) for r in kept.prefill_tokens]
 
 
@@ -89,7 +96,9 @@ def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list
         if not line.strip():
             continue
         record = json.loads(line)  # read_trace has already checked every row's JSON and keys
-        ids = record.get("hash_ids", [])
+        ids = record.get("hash_ids")
+        if ids is None:
+            ids = []  # no prefix ids for this row: nothing of it can hit
         if not isinstance(ids, list) or not all(_is_id(x) for x in ids):
             raise fail(label, number, "hash_ids is not a list of integers")
         times.append(float(record["timestamp"]))

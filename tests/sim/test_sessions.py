@@ -86,6 +86,18 @@ def test_a_shed_turn_ends_the_session_or_is_sent_again(on_shed, per_session) -> 
         assert requests["request_id"].str.endswith("-r2").sum() == 12
 
 
+@pytest.mark.parametrize("retry_after", [None, 250.0])
+def test_a_retry_waits_its_backoff_even_without_think_time(retry_after) -> None:
+    admission = {"interactive_kv_watermark": 1e-9, "batch_kv_watermark": 1e-9}
+    backoff = {} if retry_after is None else {"retry_after_ms": retry_after}
+    tenant = sessions(on_shed="retry", max_retries=2, think_time_ms=None, **backoff)
+    requests = run([tenant], admission=admission).requests
+    for _, sends in requests.groupby("session"):
+        shed_at = (sends["arrival_ms"] + sends["queue_wait_ms"]).to_numpy()[:-1]
+        gaps = sends["arrival_ms"].to_numpy()[1:] - shed_at
+        assert np.allclose(gaps, retry_after or 1000.0)  # 1000 ms by default
+
+
 def test_closed_loop_clients_keep_at_most_their_concurrency_in_flight() -> None:
     tenant = {
         "id": "bench",
@@ -163,6 +175,11 @@ def test_the_token_server_serves_sessions_too() -> None:
             {"kind": "sessions", "start": {"kind": "poisson", "rate_per_s": 1, "count": 1}}
             | {"turns": 2, "on_shed": "wait"},
             "arrivals.on_shed",
+        ),
+        (
+            {"kind": "sessions", "start": {"kind": "poisson", "rate_per_s": 1, "count": 1}}
+            | {"turns": 0},
+            "arrivals.turns",
         ),
     ],
 )

@@ -22,7 +22,8 @@ meanwhile) stays the request's own and is freed uncached.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
+from itertools import islice
 
 from simsched.sim.cluster.kv import KvPool
 from simsched.workload.prefixes import NO_KEY
@@ -86,26 +87,33 @@ class PrefixCachePool(KvPool):
         super().hold(blocks)
 
     def _evict(self, count: int) -> None:
-        refs, free = self.refs, self.free_cached
-        for _ in range(count):
-            key, _ = free.popitem(last=False)
-            del refs[key]
+        free = self.free_cached
+        # the `count` oldest, dropped in C-level loops (a long prompt evicts hundreds of blocks
+        # at a time; a Python loop per block was most of a caching run's time)
+        victims = list(islice(free, count)) if count < len(free) else list(free)
+        if len(victims) == len(free):
+            free.clear()
+        else:
+            _drain(map(free.pop, victims))
+        _drain(map(self.refs.__delitem__, victims))
         self.evictions += count
 
     # --- blocks computed, requests leaving ----------------------------------------------------
     def register(self, keys: list[int], start: int, stop: int, shared: list[int]) -> None:
         """Blocks `start..stop-1` of a request are computed: register their keys (held by it)."""
         refs = self.refs
-        for key in keys[start:stop]:
-            if key != NO_KEY and key not in refs:
-                refs[key] = 1
-                shared.append(key)
+        # a request's keys are distinct (each names its block's index), NO_KEY aside
+        new = [key for key in keys[start:stop] if key not in refs and key != NO_KEY]
+        refs.update(zip(new, [1] * len(new), strict=True))
+        shared.extend(new)
 
     def release_shared(self, shared: list[int]) -> int:
         """A request lets go of its registered blocks; returns those no one holds any more
         (they stay cached, free), queued for eviction last block first."""
         refs, free = self.refs, self.free_cached
         dropped = 0
+        # a plain loop: measured faster than batched dict updates here (OrderedDict.update
+        # takes a generic path per key)
         for key in reversed(shared):
             held = refs[key] - 1
             refs[key] = held
@@ -113,6 +121,10 @@ class PrefixCachePool(KvPool):
                 free[key] = None
                 dropped += 1
         return dropped
+
+
+def _drain(calls) -> None:
+    deque(calls, maxlen=0)  # runs an iterator of calls in C
 
 
 # --- a replica's sequences and the cache (replica.py calls these when caching is on) -----------
@@ -142,8 +154,7 @@ def take_seq(cache: PrefixCachePool, seq, hits: int, recorder) -> None:
     seq.shared = cache.take(seq.keys, hits) if hits else []
     seq.blocks = seq.reg = hits
     seq.done = hits * cache.block_size
-    if seq.generated == 0:  # the prompt's own prefill (a recompute may hit more)
-        recorder.cached(seq.request, seq.done)
+    recorder.cached(seq.request, seq.done)  # a restart's re-hits are recorded apart
 
 
 def register_done(cache: PrefixCachePool, seq) -> None:

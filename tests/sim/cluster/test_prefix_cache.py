@@ -173,6 +173,22 @@ def test_unbounded_cache_hits_what_was_seen_before_and_conserves_tokens(
     assert counter.prefill == int(table.prefill_tokens.sum()) - sum(hits)  # conservation
 
 
+def test_a_preempted_request_re_hitting_its_own_blocks_is_no_prefix_hit(tmp_path) -> None:
+    # no two requests share a block, so nothing is a hit; a few requests are preempted in their
+    # prefill or decode (long answers outgrow the cache) and find their own prompt blocks again
+    # when they restart: counted apart
+    rows = [(i * 10.0, 3000, 3000, [1000 * i + k for k in range(6)]) for i in range(20)]
+    scenario = trace_scenario(write_trace(tmp_path / "t.jsonl", rows), num_gpu_blocks=900)
+    result = simulate(scenario)
+    requests = result.requests
+    assert (requests["cached_tokens"] == 0).all()
+    again = requests["preempted_cached_tokens"]
+    assert again.sum() > 0
+    assert (requests.loc[again > 0, "preemptions"] > 0).all()
+    summary = result.to_json_dict()["prefix_cache"]["base"]
+    assert summary["hit_rate"] == 0.0 and summary["preempted_cached_tokens"] == again.sum()
+
+
 # --- fast-forward ---------------------------------------------------------------------------------
 
 BUSY = [
@@ -256,6 +272,57 @@ def test_a_bad_system_prompt_names_the_field() -> None:
     assert "tenants[0].prefix.tokens" in str(caught.value)
 
 
+def test_hash_ids_are_read_only_when_prefixes_are_used_and_null_means_none(tmp_path) -> None:
+    rows = [(0, 1000, 5, [1, 2]), (5000, 1000, 5, None), (9000, 1000, 5, [1, 2])]
+    path = write_trace(tmp_path / "t.jsonl", rows)
+    # null ids: that row has no prefix ids (nothing of it hits), the others hit as usual
+    assert cached(simulate(trace_scenario(path))) == [0, 0, 992]
+    # ids that are not a list of integers are refused only when something reads them
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(path_text(path).replace("[1, 2]", '"abc"', 1))
+    with pytest.raises(InputError) as caught:
+        simulate(trace_scenario(str(bad)))
+    assert "hash_ids" in str(caught.value)
+    tenant = {"id": "t", "trace": {"path": str(bad), "format": "mooncake"}}
+    cluster = {"service_model": "continuous_batching", "num_gpu_blocks": 100_000}
+    for router in ("least_kv", {"scorers": [{"name": "prefix_cache_approx"}]}):
+        raw = {"tenants": [tenant], "cluster": cluster | {"router": router}}
+        if isinstance(router, str):
+            assert len(simulate(validate(raw, "x.yaml")).requests) == 3  # caching off: unread
+        else:
+            with pytest.raises(InputError):  # the approximate scorer routes on them
+                simulate(validate(raw, "x.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("salts", "hit"), [((None, None), 992), (("a", "a"), 992), (("a", "b"), 0)]
+)
+def test_tenants_replaying_one_file_share_keys_unless_salted_apart(tmp_path, salts, hit) -> None:
+    rows = [(0, 1000, 5, [1, 2]), (5000, 1000, 5, [5]), (8000, 1000, 5, [1, 2])]
+    path = write_trace(tmp_path / "t.jsonl", rows)
+    windows = ({"duration_s": 1}, {"start_s": 5})  # a: the first row; b: the other two
+    tenants = []
+    for name, window, salt in zip("ab", windows, salts, strict=True):
+        trace = {"path": path, "format": "mooncake", **window}
+        tenants.append({"id": name, "trace": trace | ({"cache_salt": salt} if salt else {})})
+    cluster = {"service_model": "continuous_batching", "prefix_caching": True}
+    raw = {"tenants": tenants, "cluster": cluster, "admission": {"enabled": False}}
+    requests = simulate(validate(raw, "x.yaml")).requests
+    b = requests[requests["tenant_id"] == "b"].sort_values("arrival_ms")
+    assert b["cached_tokens"].tolist() == [0, hit]  # its [1, 2] row, after a's
+
+
+def test_a_cache_salt_needs_a_mooncake_trace() -> None:
+    tenant = {"id": "a", "trace": {"path": "x.csv", "cache_salt": "s"}}
+    with pytest.raises(InputError) as caught:
+        validate({"tenants": [tenant]}, "x.yaml")
+    assert "tenants[0].trace" in str(caught.value) and "cache_salt" in str(caught.value)
+
+
+def path_text(path: str) -> str:
+    return Path(path).read_text()
+
+
 # --- the Mooncake conversation trace ------------------------------------------------------------
 
 
@@ -275,10 +342,14 @@ def test_mooncake_conversation_hits_within_3_points_of_what_hash_ids_allow() -> 
         seen.update(ids)
     tenant = {"id": "t", "trace": {"path": str(CONVERSATION), "format": "mooncake"}}
     tenant["trace"]["time_scale"] = 6.0  # stretched so that one replica keeps up
+    # 128-token KV blocks (4 per 512-token trace block, so the bound stays exact up to the
+    # last-token cap): the whole trace in 1.1M blocks rather than 9M of 16, so the test stays
+    # light (a few seconds, a few hundred MB); the docs' figure is for 16-token blocks
     cluster = {
         "service_model": "continuous_batching",
         "prefix_caching": True,
-        "num_gpu_blocks": 20_000_000,  # never evicts: the whole trace is 9M blocks
+        "block_size": 128,
+        "num_gpu_blocks": 3_000_000,  # never evicts: the whole trace is 1.1M blocks
     }
     raw = {"tenants": [tenant], "cluster": cluster, "admission": {"enabled": False}}
     result = simulate(validate(raw, "x.yaml"))
