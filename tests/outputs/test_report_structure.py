@@ -3,6 +3,7 @@ and targets present, no empty plot; the figures are inspected before they are sa
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +15,7 @@ from simsched.outputs.report.data import result_data
 from simsched.results.simulate import simulate
 
 REPO = Path(__file__).resolve().parents[2]
+report_module = importlib.import_module("simsched.outputs.report")
 
 
 @pytest.fixture
@@ -107,3 +109,10 @@ def test_plan_report_marks_target_and_answer(figures: dict, tmp_path: Path) -> N
     assert "target <= 400" in labels
     stars = [line for line in ax.lines if line.get_marker() == "*"]
     assert len(stars) == 1 and list(stars[0].get_xdata()) == [3]
+
+
+def test_a_two_axis_sweep_with_one_single_value_axis_has_no_heatmap(tmp_path: Path) -> None:
+    table = sweep_table(["a100-80gb", "h100-80gb"], [3], seeds=1)  # replicas: one value
+    report_module.sweep_report(table, "s", tmp_path)
+    plots = {p.name for p in tmp_path.glob("*.png")}
+    assert "sweep_p99_ttft_ms.png" in plots and not any(p.startswith("heatmap") for p in plots)

@@ -31,6 +31,12 @@ def sweep_parameters(table: pd.DataFrame) -> list[str]:
     return params or (["seed"] if seeds > 1 else ["point"])
 
 
+def grid_axes(table: pd.DataFrame, params: list[str]) -> list[str]:
+    """The swept settings that take at least two values: a grid needs two of them (a setting
+    swept over one value is a constant, not an axis)."""
+    return [p for p in params if p in table and table[p].nunique(dropna=True) >= 2]
+
+
 def varies(table: pd.DataFrame, metric: str) -> bool:
     """Whether `metric` takes more than one value for some variant and tenant."""
     counts = table.groupby(["variant", "tenant"], sort=False)[metric].nunique(dropna=True)
