@@ -9,12 +9,14 @@ of the admitted requests.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
+from simsched.cli.app import main
 from simsched.cli.studies import register
 from simsched.config.loading import load_scenario
 from simsched.config.prices import GPU_PRICES_PER_HOUR
@@ -140,3 +142,22 @@ def test_plan_on_dask_gives_the_serial_answer() -> None:
         remote = plan(*args, **kwargs, dask_address=cluster.scheduler_address)
     assert remote.answer == serial.answer
     assert len(remote.probes) >= len(serial.probes) - 1  # two at a time: maybe one more probe
+
+
+def refused(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args) -> str:
+    """`simsched plan ARGS` through the console script's function: exit 2 and one line."""
+    monkeypatch.setattr(sys, "argv", ["simsched", "plan", *map(str, args)])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2, captured
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err, captured
+    return captured.err
+
+
+def test_a_class_slo_on_an_empty_class_is_an_input_error(monkeypatch, capsys) -> None:
+    noisy = REPO / "scenarios" / "noisy_neighbor.yaml"
+    err = refused(monkeypatch, capsys, noisy, "--vary", "cluster.total_kv_blocks", "--range",
+                  "1600:3200", "--step", "800", "--slo", "batch.p99_ttft_ms<=100000",
+                  "--set", "tenants.tenant_batch_rag.priority=interactive")  # fmt: skip
+    assert "no tenant of the judged variant is in the batch class" in err
