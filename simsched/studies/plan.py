@@ -12,7 +12,9 @@ An SLO reads `TARGET.METRIC OP LIMIT`: TARGET is a tenant id or `all`, METRIC a 
 metrics row (`simsched.results.tenants`), OP one of <=, <, >=, >.
 
 Shedding is never hidden: unless an SLO already judges shedding (`shed`, `shed_rate` or a shed
-reason), the plan adds `all.shed_rate<=0.001` and says so in its notes. With `seeds > 1` each
+reason), the plan adds `all.shed_rate<=0.001` and says so in its notes; when shed SLOs judge some
+tenants or classes only, it adds `TENANT.shed_rate<=0.001` for each tenant they leave uncovered
+(an SLO on `all` shedding replaces every guard). With `seeds > 1` each
 probe runs every seed and a decision rule judges the runs (`simsched.studies.probing`). With
 `over`, one search runs per combination of the categorical values, and `minimize` picks among
 their answers (`simsched.studies.fleet`). Probes of a round (several combinations, several
@@ -43,6 +45,7 @@ from simsched.config.prices import fleet_cost
 from simsched.config.scenario import Scenario
 from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
+from simsched.results.tenants import ALL
 from simsched.sim.recorder import SHED_REASONS
 from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicity_warnings
 from simsched.studies.fleet import MINIMIZE, Combo, FleetPlan, combinations, shown
@@ -52,7 +55,8 @@ from simsched.studies.probing import RULES, ProbeSpec, run_probes
 from simsched.studies.runners import LocalPool, connect_dask, run_on_client
 from simsched.studies.slo import Slo, check_targets, parse_slo
 
-SHED_GUARD = "all.shed_rate<=0.001"
+GUARD_METRIC = "shed_rate<=0.001"
+SHED_GUARD = f"all.{GUARD_METRIC}"
 SHED_METRICS = frozenset({"shed", "shed_rate", *SHED_REASONS})
 DASK_CONNECT_TIMEOUT_S = 5
 
@@ -159,14 +163,46 @@ def _slos(texts: list[str], resolved: Scenario, label: str) -> tuple[list[Slo], 
     if not parsed:
         raise InputError(label, "--slo", "give at least one SLO")
     check_targets(parsed, resolved, label)
-    if any(slo.metric in SHED_METRICS for slo in parsed):
+    guards = _shed_guards(parsed, resolved)
+    if not guards:
         return parsed, []
-    note = (
-        f"no SLO judges shedding, so the plan added {SHED_GUARD}: a capacity that meets the "
-        "latency targets only by rejecting traffic is no answer (state a shed SLO of your own, "
-        "e.g. --slo all.shed_rate<=0.01, to change it)"
-    )
-    return [*parsed, parse_slo(SHED_GUARD)], [note]
+    if guards == [SHED_GUARD]:
+        note = (
+            f"no SLO judges shedding, so the plan added {SHED_GUARD}: a capacity that meets the "
+            "latency targets only by rejecting traffic is no answer (state a shed SLO of your "
+            "own, e.g. --slo all.shed_rate<=0.01, to change it)"
+        )
+    else:
+        note = (
+            f"the shed SLOs given cover some tenants only, so the plan added {', '.join(guards)} "
+            "for the others: no tenant may shed unseen (an all.shed_rate SLO replaces them)"
+        )
+    return [*parsed, *map(_guard, guards)], [note]
+
+
+def _shed_guards(slos: list[Slo], resolved: Scenario) -> list[str]:
+    """The default guards against hidden shedding: none when an SLO judges `all` shedding;
+    `all.shed_rate<=0.001` when no SLO judges shedding; else the same limit for each tenant
+    that no shed SLO covers (by its id or its priority class)."""
+    shed = [slo for slo in slos if slo.metric in SHED_METRICS]
+    if any(slo.target == ALL for slo in shed):
+        return []
+    if not shed:
+        return [SHED_GUARD]
+    targets = {slo.target for slo in shed}
+    tenants = resolved.tenant_ids()
+    open_ = [
+        t.id
+        for t in resolved.tenants
+        if t.id not in targets and not (t.priority in targets and t.priority not in tenants)
+    ]
+    return [f"{tenant}.{GUARD_METRIC}" for tenant in open_]
+
+
+def _guard(text: str) -> Slo:
+    # built, not parsed: a tenant id may hold characters an SLO expression cannot
+    target, _, limit = text.rpartition(".shed_rate<=")
+    return Slo(text, target, "shed_rate", "<=", float(limit))
 
 
 def _check_choices(minimize: str, rule: str, seeds: int, jobs: int, label: str) -> None:

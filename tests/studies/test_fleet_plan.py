@@ -161,3 +161,18 @@ def test_a_class_slo_on_an_empty_class_is_an_input_error(monkeypatch, capsys) ->
                   "1600:3200", "--step", "800", "--slo", "batch.p99_ttft_ms<=100000",
                   "--set", "tenants.tenant_batch_rag.priority=interactive")  # fmt: skip
     assert "no tenant of the judged variant is in the batch class" in err
+
+
+def test_a_shed_slo_on_one_tenant_keeps_the_guard_for_the_others() -> None:
+    result = plan(SCENARIO, "cluster.replicas", "1:4", ["batch.shed_rate<=1", LATENCY[0]],
+                  overrides=SHORT)  # fmt: skip
+    one = next(p for p in result.probes if p.value == 1)
+    assert one.shed["chat"] > 0.1  # one replica sheds chat traffic: no answer
+    assert result.answer == 2
+    keys = [slo.key for slo in result.slos]
+    assert "chat.shed_rate" in keys and "ide.shed_rate" in keys
+    assert "batch.shed_rate" in keys and keys.count("batch.shed_rate") == 1
+    assert "added chat.shed_rate<=0.001, ide.shed_rate<=0.001" in result.notes[0]
+    covered = plan(SCENARIO, "cluster.replicas", "1:1", ["interactive.shed_rate<=1"],
+                   overrides=SHORT)  # fmt: skip
+    assert [slo.key for slo in covered.slos] == ["interactive.shed_rate", "batch.shed_rate"]
