@@ -26,7 +26,7 @@ from simsched.config.hardware import (
     RooflineLatencyConfig,
 )
 from simsched.config.router import CACHE_SCORERS, RouterSetting
-from simsched.config.spec_base import Size, Small
+from simsched.config.spec_base import NonNegativeFloat, Size, Small
 
 
 def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
@@ -85,6 +85,9 @@ class ContinuousBatchingConfig(BaseModel):
     router: RouterSetting = "least_kv"
     fast_forward: bool = True
     prefix_caching: bool = False  # vLLM's automatic prefix caching (cluster/prefix_cache.py)
+    # $/GPU-hour by GPU preset name, for `plan --minimize cost`: kept when `--over cluster.gpu=...`
+    # replaces the gpu mapping (a price inside that mapping goes with it); config/prices.py
+    gpu_prices: dict[str, NonNegativeFloat] = Field(default_factory=dict)
 
     @field_validator("tp")
     @classmethod

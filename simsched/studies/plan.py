@@ -41,7 +41,7 @@ from simsched.config.loading import (
     settings_of,
 )
 from simsched.config.overrides import format_assignment
-from simsched.config.prices import fleet_cost
+from simsched.config.prices import fleet_cost, gpu_price
 from simsched.config.scenario import Scenario
 from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
@@ -83,6 +83,7 @@ def plan(
     each combination of the `over` values; the best combination by `minimize`."""
     source = _Source(scenario, list(overrides or []))
     base = source.load([])
+    source.overrides += _carried_price(base, over)
     label = source.label
     chosen, resolved = _variant(base, variant, label)
     flag = "--maximize" if maximize else "--vary"
@@ -113,11 +114,14 @@ def plan(
     fleet = FleetPlan(knob, chosen, maximize, parsed, rule, seeds, minimize, plans, notes=notes)
     check = lambda combo, value: source.load_at(combo, knob, value, flag)  # noqa: E731
     _search(fleet, spec, jobs, dask_address, on_probe, check)
+    prices: dict[str, str] = {}
     for result in plans:
         if result.answer is not None:
-            result.gpus, result.cost_per_hour = _cost(source, result, result.answer)
+            result.gpus, result.cost_per_hour = _cost(source, result, result.answer, prices)
     fleet.choose()
     fleet.notes += _rule_notes(fleet)
+    if prices:
+        fleet.notes.append(f"prices per GPU-hour: {', '.join(prices.values())}")
     return fleet
 
 
@@ -240,10 +244,31 @@ def _check_ends(source: _Source, result: PlanResult, flag: str, several: bool, m
             )
 
 
-def _cost(source: _Source, result: PlanResult, value: Number) -> tuple[int | None, float | None]:
+def _cost(
+    source: _Source, result: PlanResult, value: Number, prices: dict[str, str] | None = None
+) -> tuple[int | None, float | None]:
+    """(GPUs, $/hour) at `value`; `prices` collects each GPU's price and where it came from."""
     scenario = source.load_at(result.combo, result.knob, value, "--vary")
-    resolved = dict(resolve_variants(scenario, source.label))[result.variant]
-    return fleet_cost(resolved.cluster)
+    cluster = dict(resolve_variants(scenario, source.label))[result.variant].cluster
+    gpus, cost = fleet_cost(cluster)
+    if gpus is not None and prices is not None:
+        price, origin = gpu_price(cluster)
+        shown_price = "no price" if price is None else f"${price:g}"
+        prices[cluster.gpu.name] = f"{cluster.gpu.name} {shown_price} ({origin})"
+    return gpus, cost
+
+
+def _carried_price(base: Scenario, over: dict[str, list] | None) -> list[str]:
+    """`--over cluster.gpu=NAME` replaces the whole gpu mapping, its `price_per_gpu_hour` too:
+    that price moves into `cluster.gpu_prices` under the GPU's name, so it still prices that GPU
+    (and only that one) instead of the list price."""
+    cluster = base.cluster
+    own = getattr(getattr(cluster, "gpu", None), "price_per_gpu_hour", None)
+    if not over or "cluster.gpu" not in over or own is None:
+        return []
+    table = dict(cluster.gpu_prices)
+    table.setdefault(cluster.gpu.name, own)
+    return [format_assignment("cluster.gpu_prices", table)]
 
 
 def _search(fleet: FleetPlan, spec: ProbeSpec, jobs: int, dask: str | None, on_probe, check):

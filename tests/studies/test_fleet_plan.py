@@ -176,3 +176,22 @@ def test_a_shed_slo_on_one_tenant_keeps_the_guard_for_the_others() -> None:
     covered = plan(SCENARIO, "cluster.replicas", "1:1", ["interactive.shed_rate<=1"],
                    overrides=SHORT)  # fmt: skip
     assert [slo.key for slo in covered.slos] == ["interactive.shed_rate", "batch.shed_rate"]
+
+
+def test_the_scenario_gpu_price_survives_over_gpu() -> None:
+    """A price in the gpu mapping, or in cluster.gpu_prices, prices its GPU under --over."""
+    own = ["cluster.gpu={name: h100-80gb, price_per_gpu_hour: 0.5}", *SHORT]
+    over = {"cluster.gpu": ["a100-80gb", "h100-80gb"]}
+    result = plan(SCENARIO, "cluster.replicas", "2:2", ["all.shed_rate<=1"], over=over,
+                  minimize="cost", overrides=own)  # fmt: skip
+    costs = {dict(p.combo)["cluster.gpu"]: p.cost_per_hour for p in result.plans}
+    assert costs == {
+        "a100-80gb": pytest.approx(2 * GPU_PRICES_PER_HOUR["a100-80gb"]),
+        "h100-80gb": 1.0,
+    }
+    assert dict(result.best.combo)["cluster.gpu"] == "h100-80gb"
+    assert any("h100-80gb $0.5" in note and "a100-80gb" in note for note in result.notes)
+    table = ["cluster.gpu_prices={a100-80gb: 9}", *SHORT]
+    priced = plan(SCENARIO, "cluster.replicas", "2:2", ["all.shed_rate<=1"], over=over,
+                  minimize="cost", overrides=table)  # fmt: skip
+    assert [p.cost_per_hour for p in priced.plans][0] == 18
