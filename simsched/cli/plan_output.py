@@ -57,10 +57,11 @@ def combination_table(fleet) -> list[str]:
     head += [part for key in keys for part in (key, "margin")]
     shed = "all.shed_rate" not in keys
     head += ["all.shed_rate"] if shed else []
-    lines = [head]
+    lines, reasons = [head], [""]
     for plan in fleet.plans:
         at = plan.at_answer
         cells = [cell(v) for _, v in plan.combo]
+        reasons.append(f"  {plan.error}" if plan.error else "")  # why the scenario rejects it
         if at is None:
             why = "invalid" if plan.error else "none meets"
             lines.append([*cells, why, *["-"] * (len(head) - len(cells) - 1)])
@@ -70,7 +71,10 @@ def combination_table(fleet) -> list[str]:
             cells += [estimate_cell(at, key), cell(at.margins[key])]
         lines.append([*cells, *([cell(at.shed["all"])] if shed else [])])
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
-    return ["  ".join(f"{c!s:>{w}}" for c, w in zip(line, widths, strict=True)) for line in lines]
+    return [
+        "  ".join(f"{c!s:>{w}}" for c, w in zip(line, widths, strict=True)) + reason
+        for line, reason in zip(lines, reasons, strict=True)
+    ]
 
 
 def print_result(fleet) -> None:

@@ -103,10 +103,12 @@ def plan(
     plans = [
         PlanResult(knob, chosen, maximize, values, parsed, combo=c) for c in combinations(over)
     ]
+    rejected = {}
     for result in plans:
-        _check_ends(source, result, flag, several=len(plans) > 1, minimize=minimize)
-    if all(r.error for r in plans):
-        raise InputError(label, f"--over {shown(plans[0].combo)}", plans[0].error)
+        exc = _check_ends(source, result, flag, several=len(plans) > 1, minimize=minimize)
+        if exc is not None:
+            rejected[result.combo] = exc
+    _refuse_values_invalid_everywhere(over, rejected, label)
     seed_list = tuple(range(base.seed, base.seed + seeds)) if seeds > 1 else (None,)
     spec = ProbeSpec(source.path, label, source.raw, tuple(source.overrides), knob, chosen,
                      tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule,
@@ -221,8 +223,11 @@ def _check_choices(minimize: str, rule: str, seeds: int, jobs: int, label: str) 
             raise InputError(label, flag, f"must be at least 1, got {value}")
 
 
-def _check_ends(source: _Source, result: PlanResult, flag: str, several: bool, minimize: str):
-    """Both ends load (a range the scenario rejects fails now), and cost has a price."""
+def _check_ends(
+    source: _Source, result: PlanResult, flag: str, several: bool, minimize: str
+) -> InputError | None:
+    """Both ends load (a range the scenario rejects fails now), and cost has a price; with
+    several combinations, a combination the scenario rejects is marked and its error returned."""
     try:
         for value in (result.values[0], result.values[-1]):
             source.load_at(result.combo, result.knob, value, flag)
@@ -231,7 +236,7 @@ def _check_ends(source: _Source, result: PlanResult, flag: str, several: bool, m
             raise
         result.error = f"{exc.where}: {exc.message}" if exc.where else exc.message
         result.message = f"{shown(result.combo)}: not a valid combination ({result.error})"
-        return
+        return exc
     if minimize in ("cost", "gpus"):
         gpus, cost = _cost(source, result, result.values[-1])
         if gpus is None or (minimize == "cost" and cost is None):
@@ -242,6 +247,23 @@ def _check_ends(source: _Source, result: PlanResult, flag: str, several: bool, m
                 f"{why} ({shown(result.combo) or 'the scenario'}); cost needs the "
                 "continuous_batching model and a price_per_gpu_hour in the gpu mapping",
             )
+    return None
+
+
+def _refuse_values_invalid_everywhere(
+    over: dict[str, list] | None, rejected: dict[Combo, InputError], label: str
+) -> None:
+    """An `--over` value the scenario rejects in every combination is a typo, not an answer:
+    exit 2 naming it. A value rejected in some combinations only (tp=8 on one GPU) is a row."""
+    for path, values in (over or {}).items():
+        for value in values:
+            mine = [c for c in combinations(over) if (path, value) in c]
+            if all(c in rejected for c in mine):
+                exc = rejected[mine[0]]
+                raise InputError(label, exc.where or f"--over {path}={value}", exc.message)
+    if over and len(rejected) == len(combinations(over)):  # every combination, for mixed reasons
+        exc = next(iter(rejected.values()))
+        raise InputError(label, exc.where, exc.message)
 
 
 def _cost(

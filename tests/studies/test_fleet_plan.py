@@ -195,3 +195,22 @@ def test_the_scenario_gpu_price_survives_over_gpu() -> None:
     priced = plan(SCENARIO, "cluster.replicas", "2:2", ["all.shed_rate<=1"], over=over,
                   minimize="cost", overrides=table)  # fmt: skip
     assert [p.cost_per_hour for p in priced.plans][0] == 18
+
+
+def test_over_values_the_scenario_rejects(monkeypatch, capsys) -> None:
+    args = [SCENARIO, "--vary", "cluster.replicas", "--range", "2:2", "--slo", "all.shed_rate<=1"]
+    args += [x for s in SHORT for x in ("--set", s)]
+    err = refused(monkeypatch, capsys, *args, "--over", "cluster.gpu=a100-80gb,nope")
+    assert err.startswith(f"{SCENARIO}: --over cluster.gpu=nope: cluster.gpu: unknown gpu preset")
+    err = refused(monkeypatch, capsys, *args, "--over", "cluster.nope=1,2")
+    assert err.count("--over cluster.nope=1") == 1  # named once
+    # a 70B model fits an H200 alone, an A100 only with tp 2: one combination is invalid
+    big = ["cluster.gpu=h200", "cluster.model=llama-3-70b", "cluster.gpu_memory_utilization=1"]
+    args += [x for s in big for x in ("--set", s)]
+    app = typer.Typer()
+    register(app)
+    over = ["--over", "cluster.gpu=a100-80gb,h200", "--over", "cluster.tp=1,2"]
+    run = CliRunner().invoke(app, ["plan", *map(str, args), *over])
+    assert run.exit_code == 0, run.output
+    row = next(line for line in run.output.splitlines() if "invalid" in line)
+    assert row.split()[:2] == ["a100-80gb", "1"] and "'llama-3-70b' does not fit" in row
