@@ -99,6 +99,7 @@ def plan(
         )
     parsed, notes = _slos(slos, resolved, label)
     _check_choices(minimize, rule, seeds, jobs, label)
+    _check_over(over, knob, flag, seeds, label)
     values = knob_values(base, knob, range_, step, label, flag)
     plans = [
         PlanResult(knob, chosen, maximize, values, parsed, combo=c) for c in combinations(over)
@@ -221,6 +222,19 @@ def _check_choices(minimize: str, rule: str, seeds: int, jobs: int, label: str) 
     for flag, value in (("--seeds", seeds), ("--jobs", jobs)):
         if value < 1:
             raise InputError(label, flag, f"must be at least 1, got {value}")
+
+
+def _check_over(over: dict[str, list] | None, knob: str, flag: str, seeds: int, label: str):
+    """`--over` may not set what another flag sets: one of the two would be silently lost."""
+    for path in over or {}:
+        if path == knob:
+            raise InputError(label, f"--over {path}", f"{flag} already varies {knob}; drop one")
+        if path == "seed" and seeds > 1:
+            raise InputError(
+                label,
+                "--over seed",
+                f"--seeds {seeds} already runs seeds; drop --over seed or --seeds",
+            )
 
 
 def _check_ends(

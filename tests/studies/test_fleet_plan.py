@@ -214,3 +214,11 @@ def test_over_values_the_scenario_rejects(monkeypatch, capsys) -> None:
     assert run.exit_code == 0, run.output
     row = next(line for line in run.output.splitlines() if "invalid" in line)
     assert row.split()[:2] == ["a100-80gb", "1"] and "'llama-3-70b' does not fit" in row
+
+
+def test_over_conflicting_with_other_flags_is_refused(monkeypatch, capsys) -> None:
+    args = [SCENARIO, "--vary", "cluster.replicas", "--range", "2:3", "--slo", "all.shed_rate<=1"]
+    err = refused(monkeypatch, capsys, *args, "--over", "cluster.replicas=1,2")
+    assert "--over cluster.replicas: --vary already varies cluster.replicas" in err
+    err = refused(monkeypatch, capsys, *args, "--over", "seed=1,2", "--seeds", "2")
+    assert "--over seed: --seeds 2 already runs seeds" in err
