@@ -89,9 +89,24 @@ def test_sweep_lines_per_other_axis_categories_bands_and_heatmap(
     ]  # a line per value of the other axis, not an average over it
     assert list(ax.get_xticks()) == [1, 2, 3, 4]  # no replica count of 2.5
     assert len(ax.collections) == 2  # a seed band per line
+    assert all(line.get_linestyle() == "-" for line in ax.lines)
+    # the GPU axis given first: replicas still go on x, a line per GPU
     sweep_plots.metric_plot(table, "p99_ttft_ms", ["cluster.gpu", "cluster.replicas"], tmp_path)
     ax = figures["sweep_p99_ttft_ms.png"].axes[0]
+    assert list(ax.get_xticks()) == [1, 2, 3, 4] and ax.get_xlabel().startswith("cluster.replicas")
+    assert [line.get_label() for line in ax.lines] == [
+        "cluster.gpu=a100-80gb",
+        "cluster.gpu=h100-80gb",
+    ]
+    # GPUs alone: categories with markers, never a line between two GPUs
+    gpus = sweep_table(["a100-80gb", "h100-80gb"], [2], seeds=3)
+    sweep_plots.metric_plot(gpus, "p99_ttft_ms", ["cluster.gpu", "cluster.replicas"], tmp_path)
+    ax = figures["sweep_p99_ttft_ms.png"].axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a100-80gb", "h100-80gb"]
+    assert ax.lines and all(
+        line.get_linestyle() == "None" for line in ax.lines if line.get_label()[0] != "_"
+    )
+    assert all(line.get_marker() == "o" for line in ax.lines if line.get_label()[0] != "_")
     sweep_plots.heatmap(table, "p99_ttft_ms", params, tmp_path)
     heat = figures["heatmap_p99_ttft_ms.png"].axes[0]
     assert heat.images and heat.collections  # the grid and the SLO boundary

@@ -37,6 +37,17 @@ def grid_axes(table: pd.DataFrame, params: list[str]) -> list[str]:
     return [p for p in params if p in table and table[p].nunique(dropna=True) >= 2]
 
 
+def x_first(table: pd.DataFrame, params: list[str]) -> list[str]:
+    """The parameters with a numeric one that varies first (it goes on x, where a line between
+    values means something); otherwise in their sweep order."""
+    numeric = [p for p in grid_axes(table, params) if numeric_axis(table[p])]
+    return numeric[:1] + [p for p in params if p not in numeric[:1]]
+
+
+def numeric_axis(values: pd.Series) -> bool:
+    return not any(isinstance(v, str) for v in values.dropna())
+
+
 def varies(table: pd.DataFrame, metric: str) -> bool:
     """Whether `metric` takes more than one value for some variant and tenant."""
     counts = table.groupby(["variant", "tenant"], sort=False)[metric].nunique(dropna=True)
@@ -46,11 +57,13 @@ def varies(table: pd.DataFrame, metric: str) -> bool:
 def metric_plot(table: pd.DataFrame, metric: str, params: list[str], folder: Path) -> Plot:
     """Per variant a panel (wrapping at 4 a row): the metric against the first parameter. With
     one parameter, a line per tenant; with more, a line per value of the other parameters, for
-    the `all` row (never an average of percentiles across an axis). A category axis (GPU names)
-    is drawn as categories, a numeric one with ticks at the swept values. With several seeds the
-    line is their mean and the band their 95% t-interval."""
+    the `all` row (never an average of percentiles across an axis). A numeric swept setting goes
+    on x when there is one (`x_first`); a category axis (GPU names) is drawn as categories with
+    markers only (no line joins two GPUs), a numeric one with ticks at the swept values. With
+    several seeds the line is their mean and the band (error bars on categories) their 95%
+    t-interval."""
     variants = list(dict.fromkeys(table["variant"]))
-    x, others = params[0], params[1:]
+    x, *others = x_first(table, params)
     fig, panels = small_multiples(len(variants), sharex=True, sharey=True)
     for ax, variant in zip(panels, variants, strict=True):
         rows = table[table["variant"] == variant]
@@ -87,8 +100,18 @@ def _line(ax, part: pd.DataFrame, x: str, metric: str, label: str, style: dict) 
     ]
     stats = [(v, e) for v, e in stats if e.mean is not None]
     xs = [_position(v) for v, _ in stats]
-    (line,) = ax.plot(xs, [e.mean for _, e in stats], marker="o", label=label, **style)
-    if any(e.n > 1 and e.high != e.low for _, e in stats):
+    means = [e.mean for _, e in stats]
+    spread = any(e.n > 1 and e.high != e.low for _, e in stats)
+    if any(isinstance(v, str) for v in xs):  # categories: markers, never a line between them
+        style = {k: v for k, v in style.items() if k != "linestyle"}
+        (line,) = ax.plot(xs, means, marker="o", linestyle="none", label=label, **style)
+        if spread:
+            bars = [[m - e.low for m, (_, e) in zip(means, stats, strict=True)],
+                    [e.high - m for m, (_, e) in zip(means, stats, strict=True)]]  # fmt: skip
+            ax.errorbar(xs, means, yerr=bars, fmt="none", ecolor=line.get_color(), capsize=3)
+        return
+    (line,) = ax.plot(xs, means, marker="o", label=label, **style)
+    if spread:
         ax.fill_between(xs, [e.low for _, e in stats], [e.high for _, e in stats],
                         color=line.get_color(), alpha=0.2, linewidth=0)  # fmt: skip
 
