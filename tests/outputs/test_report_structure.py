@@ -107,9 +107,36 @@ def test_sweep_lines_per_other_axis_categories_bands_and_heatmap(
         line.get_linestyle() == "None" for line in ax.lines if line.get_label()[0] != "_"
     )
     assert all(line.get_marker() == "o" for line in ax.lines if line.get_label()[0] != "_")
-    sweep_plots.heatmap(table, "p99_ttft_ms", params, tmp_path)
+
+
+def test_heatmap_boundary_on_cell_edges_log_scale_interactive(
+    figures: dict, tmp_path: Path
+) -> None:
+    from matplotlib.colors import LogNorm
+
+    table = sweep_table(["a100-80gb", "h100-80gb"], [1, 2, 3, 4], seeds=3)
+    pooled = table.assign(tenant="interactive", p99_ttft_ms=table["p99_ttft_ms"] * 2)
+    table = pd.concat([table, pooled], ignore_index=True)
+    sweep_plots.heatmap(table, "p99_ttft_ms", ["cluster.replicas", "cluster.gpu"], tmp_path)
     heat = figures["heatmap_p99_ttft_ms.png"].axes[0]
-    assert heat.images and heat.collections  # the grid and the SLO boundary
+    image = heat.images[0]
+    assert isinstance(image.norm, LogNorm)  # latency: a log colour scale
+    assert image.get_array().max() == pytest.approx(2 * (2000 + 10))  # the interactive row
+    # met in every seed: H100 (row 1) at 3 and 4 replicas (columns 2, 3); edges around them
+    edges = sorted(
+        (tuple(line.get_xdata()), tuple(line.get_ydata()))
+        for line in heat.lines
+        if line.get_color() == "red"
+    )
+    assert edges == [((1.5, 1.5), (0.5, 1.5)), ((1.5, 2.5), (0.5, 0.5)), ((2.5, 3.5), (0.5, 0.5))]
+
+
+def test_no_heatmap_over_three_varying_settings(tmp_path: Path) -> None:
+    table = sweep_table(["a100-80gb", "h100-80gb"], [1, 2], seeds=1)
+    table = pd.concat([table.assign(**{"cluster.tp": tp}) for tp in (1, 2)], ignore_index=True)
+    report_module.sweep_report(table, "s", tmp_path)
+    assert not list(tmp_path.glob("heatmap_*.png"))
+    assert "No heatmap: 3 swept settings vary" in (tmp_path / "index.html").read_text()
 
 
 def test_plan_report_marks_target_and_answer(figures: dict, tmp_path: Path) -> None:

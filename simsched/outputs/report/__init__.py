@@ -92,6 +92,10 @@ def sweep_report(table: pd.DataFrame, name: str, folder: Path) -> None:
         plots.insert(0, heatmap(ok, "p99_ttft_ms", axes, folder))
     failed = table[table["error"].notna()] if "error" in table else table.iloc[0:0]
     tables = [("Failed points", failed[["point", *params, "error"]])] if len(failed) else []
+    if len(axes) > 2:  # a heatmap of two would average percentiles over the others
+        tables.append(
+            (f"No heatmap: {len(axes)} swept settings vary, a grid shows two", pd.DataFrame())
+        )
     steady = [m for m in METRIC_COLUMNS if m in ok and m not in varying]
     if steady:  # flat lines say nothing a list does not
         frame = pd.DataFrame({"metric": steady})

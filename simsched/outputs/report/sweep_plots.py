@@ -12,6 +12,7 @@ from simsched.results.confidence import estimate
 from simsched.results.tenants import ALL, COUNT_METRICS
 from simsched.sim.recorder import SHED_REASONS
 
+INTERACTIVE = "interactive"  # the class whose latency a capacity plan is for
 UNITS = {
     "_ms": "ms",
     "_rps": "requests/s",
@@ -128,18 +129,29 @@ def _ticks(ax, values: pd.Series) -> None:
 
 
 def heatmap(table: pd.DataFrame, metric: str, params: list[str], folder: Path) -> Plot:
-    """Two swept parameters: the `all` row's metric over the grid (mean over seeds), a panel
-    per variant, with the cells where the class SLOs are met outlined: the SLO boundary."""
+    """Two swept parameters (exactly: `grid_axes`; a third would be averaged over, so the report
+    draws no heatmap then): the metric of the interactive class's pooled row (the `all` row when
+    the sweep has none) over the grid, mean over seeds, a panel per variant; latency on a log
+    colour scale; the SLO boundary drawn along cell edges, around the cells where every tenant
+    meets its class SLO (`slo_met` on the `all` row) in every seed."""
+    from matplotlib.colors import LogNorm
+
     variants = list(dict.fromkeys(table["variant"]))
     x, y = params[:2]
+    target = INTERACTIVE if (table["tenant"] == INTERACTIVE).any() else ALL
     fig, panels = small_multiples(len(variants), sharex=True, sharey=True)
     for ax, variant in zip(panels, variants, strict=True):
-        rows = table[(table["variant"] == variant) & (table["tenant"] == ALL)]
-        grid = _pivot(rows, x, y, metric)
-        met = _pivot(rows, x, y, "slo_met")
-        image = ax.imshow(grid.to_numpy(dtype=float), origin="lower", aspect="auto")
-        fig.colorbar(image, ax=ax, label=_axis_label(metric))
-        ax.contour(met.to_numpy(dtype=float), levels=[0.5], colors="red", linewidths=1.5)
+        rows = table[table["variant"] == variant]
+        grid = _pivot(rows[rows["tenant"] == target], x, y, metric)
+        met = _pivot(rows[rows["tenant"] == ALL], x, y, "slo_met").reindex_like(grid)
+        values = grid.to_numpy(dtype=float)
+        positive = values[values > 0]
+        log = metric.endswith("_ms") and positive.size and (values[~pd.isna(values)] > 0).all()
+        norm = LogNorm(positive.min(), positive.max()) if log else None
+        image = ax.imshow(values, origin="lower", aspect="auto", norm=norm)
+        fig.colorbar(image, ax=ax, label=_axis_label(metric) + (", log scale" if log else ""))
+        for xs, ys in boundary_segments(met.to_numpy(dtype=float) == 1.0):
+            ax.plot(xs, ys, color="red", linewidth=2, label="_slo_boundary")
         ax.set_xticks(range(len(grid.columns)), [str(c) for c in grid.columns])
         ax.set_yticks(range(len(grid.index)), [str(i) for i in grid.index])
         ax.set_title(variant, fontsize="medium")
@@ -149,10 +161,24 @@ def heatmap(table: pd.DataFrame, metric: str, params: list[str], folder: Path) -
         fig,
         folder,
         f"heatmap_{metric}.png",
-        f"{metric} over {x} and {y}",
-        f"The all row's {metric} (mean over seeds) over the grid; red: the boundary of the "
-        "cells where every tenant meets its class SLO (slo_met).",
+        f"{target} {metric} over {x} and {y}",
+        f"The {target} row's {metric} (mean over seeds) over the grid; red: the edges of the "
+        "cells where every tenant meets its class SLO (slo_met) in every seed.",
     )
+
+
+def boundary_segments(met) -> list[tuple[list[float], list[float]]]:
+    """The cell edges between a met and a missed cell (image coordinates: cell (i, j) spans
+    j-0.5..j+0.5 across, i-0.5..i+0.5 up), each as ([x0, x1], [y0, y1])."""
+    rows, columns = met.shape
+    segments = []
+    for i in range(rows):
+        for j in range(columns):
+            if j + 1 < columns and met[i, j] != met[i, j + 1]:
+                segments.append(([j + 0.5, j + 0.5], [i - 0.5, i + 0.5]))
+            if i + 1 < rows and met[i, j] != met[i + 1, j]:
+                segments.append(([j - 0.5, j + 0.5], [i + 0.5, i + 0.5]))
+    return segments
 
 
 def _pivot(rows: pd.DataFrame, x: str, y: str, metric: str) -> pd.DataFrame:
