@@ -122,7 +122,7 @@ def plan(
         if result.answer is not None:
             result.gpus, result.cost_per_hour = _cost(source, result, result.answer, prices)
     fleet.choose()
-    fleet.notes += _rule_notes(fleet)
+    fleet.notes += _rule_notes(fleet) + _fleet_notes(fleet)
     if prices:
         fleet.notes.append(f"prices per GPU-hour: {', '.join(prices.values())}")
     return fleet
@@ -364,6 +364,24 @@ def _rule_notes(fleet: FleetPlan) -> list[str]:
         if result.below is not None:
             text += f"; at {result.below.value}: {_margins(result.below)}"
         notes.append(text)
+    return notes
+
+
+def _fleet_notes(fleet: FleetPlan) -> list[str]:
+    """One search: its fleet at the answer (several have a table), and a `--minimize` that had
+    nothing to choose between."""
+    if len(fleet.plans) > 1:
+        return []
+    notes = []
+    if fleet.minimize != "value":
+        notes.append(
+            f"--minimize {fleet.minimize} had nothing to choose between (one combination): "
+            "give --over with two values or more, e.g. --over cluster.gpu=a100-80gb,h100-80gb"
+        )
+    best = fleet.best
+    if best is not None and best.gpus is not None:
+        cost = "no price" if best.cost_per_hour is None else f"${best.cost_per_hour:.2f}/hour"
+        notes.append(f"at {fleet.knob}={best.answer}: {best.gpus} GPUs, {cost}")
     return notes
 
 

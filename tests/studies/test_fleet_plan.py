@@ -231,3 +231,15 @@ def test_over_conflicting_with_other_flags_is_refused(monkeypatch, capsys) -> No
     assert "--over cluster.replicas: --vary already varies cluster.replicas" in err
     err = refused(monkeypatch, capsys, *args, "--over", "seed=1,2", "--seeds", "2")
     assert "--over seed: --seeds 2 already runs seeds" in err
+
+
+def test_one_search_shows_its_fleet_and_says_minimize_had_no_choice() -> None:
+    one = {"cluster.gpu": ["a100-80gb"]}
+    result = plan(SCENARIO, "cluster.replicas", "2:3", ["all.shed_rate<=1"], over=one,
+                  minimize="cost", overrides=SHORT)  # fmt: skip
+    price = 2 * GPU_PRICES_PER_HOUR["a100-80gb"]
+    assert f"at cluster.replicas=2: 2 GPUs, ${price:.2f}/hour" in result.notes
+    assert any(n.startswith("--minimize cost had nothing to choose between") for n in result.notes)
+    plain = plan(SCENARIO, "cluster.replicas", "2:3", ["all.shed_rate<=1"], overrides=SHORT)
+    assert not any("nothing to choose" in n for n in plain.notes)
+    assert "at cluster.replicas=2: 2 GPUs, $12.31/hour" in plain.notes
