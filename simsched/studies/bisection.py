@@ -7,8 +7,8 @@ combination), or several points of one interval, at once: with one probe a round
 classic order (HI, then LO, then halving); with more, free slots probe more points of the
 interval (with LO, and in place of each halving). The answer is the same for a monotone metric
 whatever the width; for one that is not monotone, the probes run, and so the boundary found,
-can depend on `--jobs` (the warning after the search says when the probes disagree). After the search every probe is checked for that
-monotonicity, and the result says plainly when it fails.
+can depend on `--jobs` (the warning after the search says when the probes disagree). After the
+search every probe is checked for that monotonicity, and the result says plainly when it fails.
 """
 
 from __future__ import annotations
