@@ -61,7 +61,7 @@ def check_targets(slos: list[Slo], scenario: Scenario, label: str) -> None:
     tenants = scenario.tenant_ids()
     for slo in slos:
         if slo.target != ALL and slo.target not in tenants and slo.target not in CLASS_NAMES:
-            known = ", ".join([ALL, *CLASS_NAMES, *tenants])
+            known = ", ".join(dict.fromkeys([ALL, *CLASS_NAMES, *tenants]))  # a tenant `batch`
             raise InputError(
                 label, f"--slo {slo.text}", f"no tenant or class {slo.target!r} (known: {known})"
             )

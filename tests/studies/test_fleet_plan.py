@@ -243,3 +243,12 @@ def test_one_search_shows_its_fleet_and_says_minimize_had_no_choice() -> None:
     plain = plan(SCENARIO, "cluster.replicas", "2:3", ["all.shed_rate<=1"], overrides=SHORT)
     assert not any("nothing to choose" in n for n in plain.notes)
     assert "at cluster.replicas=2: 2 GPUs, $12.31/hour" in plain.notes
+
+
+def test_unknown_target_lists_each_name_once() -> None:
+    from simsched.errors import InputError
+
+    with pytest.raises(InputError) as caught:
+        plan(SCENARIO, "cluster.replicas", "1:2", ["nobody.shed<=0"], overrides=SHORT)
+    known = caught.value.message.split("(known: ")[1].rstrip(")").split(", ")
+    assert sorted(known) == sorted(set(known)) and "batch" in known
