@@ -4,6 +4,7 @@ and any warnings."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import typer
@@ -21,7 +22,14 @@ def estimate_cell(probe, key: str) -> str:
     found = probe.estimates.get(key)
     if found is None or found.n <= 1 or found.mean is None or found.high == found.low:
         return cell(probe.metrics[key])
-    return f"{found.mean:.6g}±{(found.high - found.low) / 2:.2g}"
+    return interval_text(found.mean, (found.high - found.low) / 2)
+
+
+def interval_text(mean: float, half: float) -> str:
+    """`413±180`, `51.3±2.4`: the half-width to two significant digits, never in e-notation,
+    and the mean to the same decimal place (more digits than the interval would be noise)."""
+    digits = max(0, 1 - math.floor(math.log10(abs(half)))) if half else 6
+    return f"{mean:.{digits}f}±{half:.{digits}f}"
 
 
 class ProbePrinter:
@@ -54,7 +62,7 @@ def combination_table(fleet) -> list[str]:
     """One row per combination: its answer, GPUs, cost, each SLO's value and margin there."""
     keys = [slo.key for slo in fleet.slos]
     head = [*(p for p, _ in fleet.plans[0].combo), fleet.knob, "GPUs", "$/hour"]
-    head += [part for key in keys for part in (key, "margin")]
+    head += [part for key in keys for part in (key, f"{key}.margin")]  # one margin per SLO
     shed = "all.shed_rate" not in keys
     head += ["all.shed_rate"] if shed else []
     lines, reasons = [head], [""]

@@ -120,7 +120,8 @@ def test_cli_fleet_table_and_json(tmp_path: Path) -> None:
     assert lines[0].split()[:3] == ["cluster.gpu", "cluster.replicas", "met"]
     head = next(line for line in lines if "$/hour" in line).split()
     assert head[:4] == ["cluster.gpu", "cluster.replicas", "GPUs", "$/hour"]
-    assert "interactive.p99_ttft_ms" in head and "margin" in head
+    assert "interactive.p99_ttft_ms" in head and "interactive.p99_ttft_ms.margin" in head
+    assert len(set(head)) == len(head)  # every column named once
     assert any(line.startswith("the cheapest meeting every SLO: cluster.gpu=") for line in lines)
     assert (tmp_path / "report" / "plan_slos.png").is_file()
     document = json.loads(CliRunner().invoke(app, [*args, "--format", "json"]).output)
@@ -252,3 +253,15 @@ def test_unknown_target_lists_each_name_once() -> None:
         plan(SCENARIO, "cluster.replicas", "1:2", ["nobody.shed<=0"], overrides=SHORT)
     known = caught.value.message.split("(known: ")[1].rstrip(")").split(", ")
     assert sorted(known) == sorted(set(known)) and "batch" in known
+
+
+def test_interval_cells_and_short_repr() -> None:
+    from simsched.cli.plan_output import interval_text
+
+    assert interval_text(413.117, 180.4) == "413±180"
+    assert interval_text(51.26, 2.43) == "51.3±2.4"
+    assert interval_text(0.02134, 0.00123) == "0.0213±0.0012"
+    assert interval_text(5.0, 0.0) == "5.000000±0.000000"
+    result = plan(SCENARIO, "cluster.replicas", "2:3", ["all.shed_rate<=1"], overrides=SHORT)
+    assert repr(result).startswith("<FleetPlan cluster.replicas=2: 1 combination(s), ")
+    assert len(repr(result)) < 120
