@@ -121,6 +121,11 @@ def test_heatmap_boundary_on_cell_edges_log_scale_interactive(
     heat = figures["heatmap_p99_ttft_ms.png"].axes[0]
     image = heat.images[0]
     assert isinstance(image.norm, LogNorm)  # latency: a log colour scale
+    figure = figures["heatmap_p99_ttft_ms.png"]
+    figure.canvas.draw()
+    bar = figure.axes[1].yaxis
+    labels = [t.get_text() for t in bar.get_majorticklabels() + bar.get_minorticklabels()]
+    assert labels and not any("$" in text for text in labels)  # plain numbers, not mathtext
     assert image.get_array().max() == pytest.approx(2 * (2000 + 10))  # the interactive row
     # met in every seed: H100 (row 1) at 3 and 4 replicas (columns 2, 3); edges around them
     edges = sorted(

@@ -38,6 +38,7 @@ from simsched.outputs.report.sweep_plots import (
     metric_plot,
     sweep_parameters,
     varies,
+    x_first,
 )
 from simsched.outputs.sweep_table import read_table
 from simsched.results.frames import SimulationResult
@@ -87,7 +88,7 @@ def sweep_report(table: pd.DataFrame, name: str, folder: Path) -> None:
     ok = table[table["error"].isna()] if "error" in table else table
     varying = [m for m in METRIC_COLUMNS if m in ok and varies(ok, m)]
     plots = [metric_plot(ok, metric, params, folder) for metric in varying]
-    axes = grid_axes(ok, params)
+    axes = grid_axes(ok, x_first(ok, params))  # a numeric axis across, categories up
     if len(axes) == 2 and "p99_ttft_ms" in varying:  # two axes: the grid at a glance
         plots.insert(0, heatmap(ok, "p99_ttft_ms", axes, folder))
     failed = table[table["error"].notna()] if "error" in table else table.iloc[0:0]

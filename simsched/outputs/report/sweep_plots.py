@@ -135,6 +135,7 @@ def heatmap(table: pd.DataFrame, metric: str, params: list[str], folder: Path) -
     colour scale; the SLO boundary drawn along cell edges, around the cells where every tenant
     meets its class SLO (`slo_met` on the `all` row) in every seed."""
     from matplotlib.colors import LogNorm
+    from matplotlib.ticker import FuncFormatter
 
     variants = list(dict.fromkeys(table["variant"]))
     x, y = params[:2]
@@ -149,7 +150,10 @@ def heatmap(table: pd.DataFrame, metric: str, params: list[str], folder: Path) -
         log = metric.endswith("_ms") and positive.size and (values[~pd.isna(values)] > 0).all()
         norm = LogNorm(positive.min(), positive.max()) if log else None
         image = ax.imshow(values, origin="lower", aspect="auto", norm=norm)
-        fig.colorbar(image, ax=ax, label=_axis_label(metric) + (", log scale" if log else ""))
+        bar = fig.colorbar(image, ax=ax, label=_axis_label(metric) + (", log scale" if log else ""))
+        plain = FuncFormatter(lambda v, _: f"{v:g}")  # log ticks default to mathtext, off here
+        bar.ax.yaxis.set_major_formatter(plain)
+        bar.ax.yaxis.set_minor_formatter(plain)
         for xs, ys in boundary_segments(met.to_numpy(dtype=float) == 1.0):
             ax.plot(xs, ys, color="red", linewidth=2, label="_slo_boundary")
         ax.set_xticks(range(len(grid.columns)), [str(c) for c in grid.columns])
