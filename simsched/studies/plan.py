@@ -21,7 +21,8 @@ their answers (`simsched.studies.fleet`). Probes of a round (several combination
 points of an interval, every seed) run at once on the sweep's runners.
 
 The parts live beside it: `slo` (the expressions), `knob` (the candidates), `bisection` (the
-search), `probing` (running and judging probes), `fleet` (combinations, cost, the choice).
+search), `probing` (running and judging probes), `fleet` (combinations, cost, the choice),
+`plan_inputs` (the SLOs, shed guards and flags checked before any probe), `plan_notes`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from simsched.config.loading import (
     load_scenario,
@@ -45,19 +45,21 @@ from simsched.config.prices import fleet_cost, gpu_price
 from simsched.config.scenario import Scenario
 from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
-from simsched.results.tenants import ALL
-from simsched.sim.recorder import SHED_REASONS
 from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicity_warnings
-from simsched.studies.fleet import MINIMIZE, Combo, FleetPlan, combinations, shown
+from simsched.studies.fleet import Combo, FleetPlan, combinations, shown
 from simsched.studies.grid import relabel
 from simsched.studies.knob import Number, knob_values
-from simsched.studies.probing import RULES, ProbeSpec, run_probes
+from simsched.studies.plan_inputs import (
+    carried_price,
+    check_choices,
+    check_over,
+    plan_slos,
+    refuse_values_invalid_everywhere,
+)
+from simsched.studies.plan_notes import fleet_notes, rule_notes
+from simsched.studies.probing import ProbeSpec, run_probes
 from simsched.studies.runners import LocalPool, connect_dask, run_on_client
-from simsched.studies.slo import Slo, check_targets, parse_slo
 
-GUARD_METRIC = "shed_rate<=0.001"
-SHED_GUARD = f"all.{GUARD_METRIC}"
-SHED_METRICS = frozenset({"shed", "shed_rate", *SHED_REASONS})
 DASK_CONNECT_TIMEOUT_S = 5
 
 
@@ -83,7 +85,7 @@ def plan(
     each combination of the `over` values; the best combination by `minimize`."""
     source = _Source(scenario, list(overrides or []))
     base = source.load([])
-    source.overrides += _carried_price(base, over)
+    source.overrides += carried_price(base, over)
     label = source.label
     chosen, resolved = _variant(base, variant, label)
     flag = "--maximize" if maximize else "--vary"
@@ -97,9 +99,9 @@ def plan(
             label,
             "judge another variant (--variant) or take the setting out of this one",
         )
-    parsed, notes = _slos(slos, resolved, label)
-    _check_choices(minimize, rule, seeds, jobs, label)
-    _check_over(over, knob, flag, seeds, label)
+    parsed, notes = plan_slos(slos, resolved, label)
+    check_choices(minimize, rule, seeds, jobs, label)
+    check_over(over, knob, flag, seeds, label)
     values = knob_values(base, knob, range_, step, label, flag)
     plans = [
         PlanResult(knob, chosen, maximize, values, parsed, combo=c) for c in combinations(over)
@@ -109,7 +111,7 @@ def plan(
         exc = _check_ends(source, result, flag, several=len(plans) > 1, minimize=minimize)
         if exc is not None:
             rejected[result.combo] = exc
-    _refuse_values_invalid_everywhere(over, rejected, label)
+    refuse_values_invalid_everywhere(over, rejected, label)
     seed_list = tuple(range(base.seed, base.seed + seeds)) if seeds > 1 else (None,)
     spec = ProbeSpec(source.path, label, source.raw, tuple(source.overrides), knob, chosen,
                      tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule,
@@ -122,7 +124,7 @@ def plan(
         if result.answer is not None:
             result.gpus, result.cost_per_hour = _cost(source, result, result.answer, prices)
     fleet.choose()
-    fleet.notes += _rule_notes(fleet) + _fleet_notes(fleet)
+    fleet.notes += rule_notes(fleet) + fleet_notes(fleet)
     if prices:
         fleet.notes.append(f"prices per GPU-hour: {', '.join(prices.values())}")
     return fleet
@@ -165,78 +167,6 @@ def _variant(scenario: Scenario, name: str | None, label: str) -> tuple[str, Sce
     return select_variants(variants, [name], label)[0] if name else variants[-1]
 
 
-def _slos(texts: list[str], resolved: Scenario, label: str) -> tuple[list[Slo], list[str]]:
-    parsed = [parse_slo(text, label) for text in texts]
-    if not parsed:
-        raise InputError(label, "--slo", "give at least one SLO")
-    check_targets(parsed, resolved, label)
-    guards = _shed_guards(parsed, resolved)
-    if not guards:
-        return parsed, []
-    if guards == [SHED_GUARD]:
-        note = (
-            f"no SLO judges shedding, so the plan added {SHED_GUARD}: a capacity that meets the "
-            "latency targets only by rejecting traffic is no answer (state a shed SLO of your "
-            "own, e.g. --slo all.shed_rate<=0.01, to change it)"
-        )
-    else:
-        note = (
-            f"the shed SLOs given cover some tenants only, so the plan added {', '.join(guards)} "
-            "for the others: no tenant may shed unseen (an all.shed_rate SLO replaces them)"
-        )
-    return [*parsed, *map(_guard, guards)], [note]
-
-
-def _shed_guards(slos: list[Slo], resolved: Scenario) -> list[str]:
-    """The default guards against hidden shedding: none when an SLO judges `all` shedding;
-    `all.shed_rate<=0.001` when no SLO judges shedding; else the same limit for each tenant
-    that no shed SLO covers (by its id or its priority class)."""
-    shed = [slo for slo in slos if slo.metric in SHED_METRICS]
-    if any(slo.target == ALL for slo in shed):
-        return []
-    if not shed:
-        return [SHED_GUARD]
-    targets = {slo.target for slo in shed}
-    tenants = resolved.tenant_ids()
-    open_ = [
-        t.id
-        for t in resolved.tenants
-        if t.id not in targets and not (t.priority in targets and t.priority not in tenants)
-    ]
-    return [f"{tenant}.{GUARD_METRIC}" for tenant in open_]
-
-
-def _guard(text: str) -> Slo:
-    # built, not parsed: a tenant id may hold characters an SLO expression cannot
-    target, _, limit = text.rpartition(".shed_rate<=")
-    return Slo(text, target, "shed_rate", "<=", float(limit))
-
-
-def _check_choices(minimize: str, rule: str, seeds: int, jobs: int, label: str) -> None:
-    if minimize not in MINIMIZE:
-        raise InputError(
-            label, "--minimize", f"unknown {minimize!r} (known: {', '.join(MINIMIZE)})"
-        )
-    if rule not in RULES:
-        raise InputError(label, "--rule", f"unknown {rule!r} (known: {', '.join(RULES)})")
-    for flag, value in (("--seeds", seeds), ("--jobs", jobs)):
-        if value < 1:
-            raise InputError(label, flag, f"must be at least 1, got {value}")
-
-
-def _check_over(over: dict[str, list] | None, knob: str, flag: str, seeds: int, label: str):
-    """`--over` may not set what another flag sets: one of the two would be silently lost."""
-    for path in over or {}:
-        if path == knob:
-            raise InputError(label, f"--over {path}", f"{flag} already varies {knob}; drop one")
-        if path == "seed" and seeds > 1:
-            raise InputError(
-                label,
-                "--over seed",
-                f"--seeds {seeds} already runs seeds; drop --over seed or --seeds",
-            )
-
-
 def _check_ends(
     source: _Source, result: PlanResult, flag: str, several: bool, minimize: str
 ) -> InputError | None:
@@ -264,22 +194,6 @@ def _check_ends(
     return None
 
 
-def _refuse_values_invalid_everywhere(
-    over: dict[str, list] | None, rejected: dict[Combo, InputError], label: str
-) -> None:
-    """An `--over` value the scenario rejects in every combination is a typo, not an answer:
-    exit 2 naming it. A value rejected in some combinations only (tp=8 on one GPU) is a row."""
-    for path, values in (over or {}).items():
-        for value in values:
-            mine = [c for c in combinations(over) if (path, value) in c]
-            if all(c in rejected for c in mine):
-                exc = rejected[mine[0]]
-                raise InputError(label, exc.where or f"--over {path}={value}", exc.message)
-    if over and len(rejected) == len(combinations(over)):  # every combination, for mixed reasons
-        exc = next(iter(rejected.values()))
-        raise InputError(label, exc.where, exc.message)
-
-
 def _cost(
     source: _Source, result: PlanResult, value: Number, prices: dict[str, str] | None = None
 ) -> tuple[int | None, float | None]:
@@ -292,19 +206,6 @@ def _cost(
         shown_price = "no price" if price is None else f"${price:g}"
         prices[cluster.gpu.name] = f"{cluster.gpu.name} {shown_price} ({origin})"
     return gpus, cost
-
-
-def _carried_price(base: Scenario, over: dict[str, list] | None) -> list[str]:
-    """`--over cluster.gpu=NAME` replaces the whole gpu mapping, its `price_per_gpu_hour` too:
-    that price moves into `cluster.gpu_prices` under the GPU's name, so it still prices that GPU
-    (and only that one) instead of the list price."""
-    cluster = base.cluster
-    own = getattr(getattr(cluster, "gpu", None), "price_per_gpu_hour", None)
-    if not over or "cluster.gpu" not in over or own is None:
-        return []
-    table = dict(cluster.gpu_prices)
-    table.setdefault(cluster.gpu.name, own)
-    return [format_assignment("cluster.gpu_prices", table)]
 
 
 def _search(fleet: FleetPlan, spec: ProbeSpec, jobs: int, dask: str | None, on_probe, check):
@@ -349,45 +250,3 @@ def _runner(jobs: int, dask: str | None):
         return
     with LocalPool(jobs) as pool:
         yield (lambda tasks: pool.run(tasks, quiet)), jobs
-
-
-def _rule_notes(fleet: FleetPlan) -> list[str]:
-    notes = []
-    if fleet.seeds > 1:
-        notes.append(f"{fleet.seeds} seeds per probe; decision rule: {RULES[fleet.rule]}")
-    for result in fleet.plans:
-        at = result.at_answer
-        if at is None:
-            continue
-        where = f"{shown(result.combo)}: " if result.combo else ""
-        text = f"{where}margins at {result.knob}={result.answer}: {_margins(at)}"
-        if result.below is not None:
-            text += f"; at {result.below.value}: {_margins(result.below)}"
-        notes.append(text)
-    return notes
-
-
-def _fleet_notes(fleet: FleetPlan) -> list[str]:
-    """One search: its fleet at the answer (several have a table), and a `--minimize` that had
-    nothing to choose between."""
-    if len(fleet.plans) > 1:
-        return []
-    notes = []
-    if fleet.minimize != "value":
-        notes.append(
-            f"--minimize {fleet.minimize} had nothing to choose between (one combination): "
-            "give --over with two values or more, e.g. --over cluster.gpu=a100-80gb,h100-80gb"
-        )
-    best = fleet.best
-    if best is not None and best.gpus is not None:
-        cost = "no price" if best.cost_per_hour is None else f"${best.cost_per_hour:.2f}/hour"
-        notes.append(f"at {fleet.knob}={best.answer}: {best.gpus} GPUs, {cost}")
-    return notes
-
-
-def _margins(probe: Probe) -> str:
-    return ", ".join(f"{key} {_signed(m)}" for key, m in probe.margins.items())
-
-
-def _signed(margin: Any) -> str:
-    return "no value" if margin is None else f"{margin:+g}"
