@@ -4,6 +4,7 @@ and any warnings."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import typer
@@ -21,7 +22,14 @@ def estimate_cell(probe, key: str) -> str:
     found = probe.estimates.get(key)
     if found is None or found.n <= 1 or found.mean is None or found.high == found.low:
         return cell(probe.metrics[key])
-    return f"{found.mean:.6g}±{(found.high - found.low) / 2:.2g}"
+    return interval_text(found.mean, (found.high - found.low) / 2)
+
+
+def interval_text(mean: float, half: float) -> str:
+    """`413±180`, `51.3±2.4`: the half-width to two significant digits, never in e-notation,
+    and the mean to the same decimal place (more digits than the interval would be noise)."""
+    digits = max(0, 1 - math.floor(math.log10(abs(half)))) if half else 6
+    return f"{mean:.{digits}f}±{half:.{digits}f}"
 
 
 class ProbePrinter:
@@ -54,13 +62,14 @@ def combination_table(fleet) -> list[str]:
     """One row per combination: its answer, GPUs, cost, each SLO's value and margin there."""
     keys = [slo.key for slo in fleet.slos]
     head = [*(p for p, _ in fleet.plans[0].combo), fleet.knob, "GPUs", "$/hour"]
-    head += [part for key in keys for part in (key, "margin")]
+    head += [part for key in keys for part in (key, f"{key}.margin")]  # one margin per SLO
     shed = "all.shed_rate" not in keys
     head += ["all.shed_rate"] if shed else []
-    lines = [head]
+    lines, reasons = [head], [""]
     for plan in fleet.plans:
         at = plan.at_answer
         cells = [cell(v) for _, v in plan.combo]
+        reasons.append(f"  {plan.error}" if plan.error else "")  # why the scenario rejects it
         if at is None:
             why = "invalid" if plan.error else "none meets"
             lines.append([*cells, why, *["-"] * (len(head) - len(cells) - 1)])
@@ -70,7 +79,10 @@ def combination_table(fleet) -> list[str]:
             cells += [estimate_cell(at, key), cell(at.margins[key])]
         lines.append([*cells, *([cell(at.shed["all"])] if shed else [])])
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
-    return ["  ".join(f"{c!s:>{w}}" for c, w in zip(line, widths, strict=True)) for line in lines]
+    return [
+        "  ".join(f"{c!s:>{w}}" for c, w in zip(line, widths, strict=True)) + reason
+        for line, reason in zip(lines, reasons, strict=True)
+    ]
 
 
 def print_result(fleet) -> None:

@@ -99,6 +99,9 @@ class ContinuousBatchingConfig(BaseModel):
     # vLLM's block-manager watermark: a waiting request starts only if the free blocks left
     # after its whole prompt stay >= floor(block_watermark * blocks); vLLM's default (0.01).
     block_watermark: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.01
+    # $/GPU-hour by GPU preset name, for `plan --minimize cost`: kept when `--over cluster.gpu=...`
+    # replaces the gpu mapping (a price inside that mapping goes with it); config/prices.py
+    gpu_prices: dict[str, NonNegativeFloat] = Field(default_factory=dict)
 
     @field_validator("tp")
     @classmethod

@@ -2,9 +2,10 @@
 
 US dollars per GPU-hour, on demand: the CoreWeave public price list (coreweave.com/pricing,
 2025), which prices an 8-GPU HGX instance; the figure here is the instance price over 8.
-Prices change and differ between providers: a scenario overrides one with `price_per_gpu_hour`
-in its `gpu` mapping (`gpu: {name: h100-80gb, price_per_gpu_hour: 2.99}`), see
-docs/sweeps_and_planning.md.
+Prices change and differ between providers: a scenario overrides them with a table by preset name,
+`cluster.gpu_prices: {h100-80gb: 2.0, a100-80gb: 1.2}` (kept when `plan --over cluster.gpu=...`
+swaps the GPU), or with `price_per_gpu_hour` in its `gpu` mapping (`gpu: {name: h100-80gb,
+price_per_gpu_hour: 2.99}`, which wins); see docs/sweeps_and_planning.md.
 """
 
 from __future__ import annotations
@@ -18,10 +19,19 @@ GPU_PRICES_PER_HOUR: dict[str, float] = {
 }
 
 
-def gpu_price(gpu: Any) -> float | None:
-    """The scenario's own price if it sets one, else the preset's list price, else None."""
+def gpu_price(cluster: Any) -> tuple[float | None, str]:
+    """(price per GPU-hour, where it comes from): the gpu mapping's own, else the cluster's
+    `gpu_prices` entry for the GPU's name, else the preset's list price, else None."""
+    gpu = cluster.gpu
     own = getattr(gpu, "price_per_gpu_hour", None)
-    return own if own is not None else GPU_PRICES_PER_HOUR.get(getattr(gpu, "name", ""))
+    if own is not None:
+        return own, "the scenario's gpu.price_per_gpu_hour"
+    name = getattr(gpu, "name", "")
+    table = getattr(cluster, "gpu_prices", None) or {}
+    if name in table:
+        return table[name], "the scenario's cluster.gpu_prices"
+    listed = GPU_PRICES_PER_HOUR.get(name)
+    return listed, "list price" if listed is not None else "no price"
 
 
 def fleet_cost(cluster: Any) -> tuple[int | None, float | None]:
@@ -30,5 +40,5 @@ def fleet_cost(cluster: Any) -> tuple[int | None, float | None]:
     if getattr(cluster, "service_model", None) != "continuous_batching":
         return None, None
     gpus = cluster.replicas * cluster.tp
-    price = gpu_price(cluster.gpu)
+    price, _ = gpu_price(cluster)
     return gpus, None if price is None else round(gpus * price, 4)

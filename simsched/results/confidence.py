@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 CONFIDENCE = 0.95
 INTERVAL = "95% Student-t interval of the mean across seeds"
-# t quantiles at 0.975 for 1..30 degrees of freedom; beyond that the normal 1.96 is within 2%
+# t quantiles at 0.975 for 1..30 degrees of freedom (tables); beyond, `t_quantile` expands
 T_975 = (
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
@@ -34,8 +34,21 @@ class Estimate:
         return {"mean": self.mean, "low": self.low, "high": self.high, "seeds": self.n}
 
 
+Z_975 = 1.959964
+
+
 def t_quantile(df: int) -> float:
-    return T_975[df - 1] if df <= len(T_975) else 1.96
+    """t(0.975, df): the table up to 30 degrees of freedom, then the Cornish-Fisher expansion
+    around the normal quantile (within 0.01% there; 1.96 alone would be 4% short at 31)."""
+    if df <= len(T_975):
+        return T_975[df - 1]
+    z = Z_975
+    return (
+        z
+        + (z**3 + z) / (4 * df)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+    )
 
 
 def estimate(values: Sequence[float | None]) -> Estimate:

@@ -159,10 +159,16 @@ METRIC_COLUMNS = [column for column in COLUMNS if column not in DESCRIPTIVE]
 
 def metrics_rows(result: SimulationResult, classes: bool = False) -> list[dict[str, Any]]:
     """Per variant: a row per declared tenant (declaration order), then the `all` row; with
-    `classes`, then a row per priority class that has requests (`interactive`, `batch`)."""
+    `classes`, then a row per priority class that has requests (`interactive`, `batch`), unless a
+    tenant has the class's name (its row is the one under that name, as in SLOs)."""
     rows = result.tenants.to_dict("records")
-    if classes:
-        rows += class_metric_rows(result)
+    if classes:  # each variant's class rows right after its own rows
+        named = {(r["variant"], r["tenant_id"]) for r in rows}  # a tenant named like a class wins
+        pooled = [
+            r for r in class_metric_rows(result) if (r["variant"], r["tenant_id"]) not in named
+        ]
+        order = {v: i for i, v in enumerate(dict.fromkeys(r["variant"] for r in rows))}
+        rows = sorted(rows + pooled, key=lambda r: order.get(r["variant"], len(order)))
     return [{"variant": r["variant"], "tenant": r["tenant_id"]} | _metrics(r) for r in rows]
 
 

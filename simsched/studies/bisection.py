@@ -4,8 +4,11 @@ Bisection assumes that meeting the SLOs is monotone in the knob: met from some c
 (a capacity knob, minimized) or up to some candidate (a load knob, maximized). `Bisection` is a
 stepper, so that the plan can run the probes several searches want (one per `--over`
 combination), or several points of one interval, at once: with one probe a round it is the
-classic order (HI, then LO, then halving). After the search every probe is checked for that
-monotonicity, and the result says plainly when it fails.
+classic order (HI, then LO, then halving); with more, free slots probe more points of the
+interval (with LO, and in place of each halving). The answer is the same for a monotone metric
+whatever the width; for one that is not monotone, the probes run, and so the boundary found,
+can depend on `--jobs` (the warning after the search says when the probes disagree). After the
+search every probe is checked for that monotonicity, and the result says plainly when it fails.
 """
 
 from __future__ import annotations
@@ -108,7 +111,10 @@ class Bisection:
         if not self.cache[last].met:
             return []
         if 0 not in self.cache:
-            return [0]
+            # LO, and with free slots the interval below HI split evenly by the others
+            _, found = self._bounds()
+            picks = {found * k // width for k in range(1, width)}
+            return [0, *sorted(i for i in picks if 0 < i < found and i not in self.cache)]
         bad, found = self._bounds()
         if found - bad <= 1:
             return []

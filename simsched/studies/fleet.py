@@ -32,7 +32,7 @@ def shown(combo: Combo) -> str:
     return ", ".join(f"{path}={value}" for path, value in combo)
 
 
-@dataclass
+@dataclass(repr=False)
 class FleetPlan:
     knob: str
     variant: str
@@ -46,6 +46,14 @@ class FleetPlan:
     best: PlanResult | None = None
     message: str = ""
     notes: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        """A short summary (the dataclass's would print every probe)."""
+        over = f" over {shown(self.best.combo)}" if self.best and self.best.combo else ""
+        return (
+            f"<FleetPlan {self.knob}={self.answer}{over}: {len(self.plans)} combination(s), "
+            f"{len(self.probes)} probes, {self.seeds} seed(s), minimize {self.minimize}>"
+        )
 
     @property
     def answer(self) -> Any:

@@ -12,14 +12,17 @@ An SLO reads `TARGET.METRIC OP LIMIT`: TARGET is a tenant id or `all`, METRIC a 
 metrics row (`simsched.results.tenants`), OP one of <=, <, >=, >.
 
 Shedding is never hidden: unless an SLO already judges shedding (`shed`, `shed_rate` or a shed
-reason), the plan adds `all.shed_rate<=0.001` and says so in its notes. With `seeds > 1` each
+reason), the plan adds `all.shed_rate<=0.001` and says so in its notes; when shed SLOs judge some
+tenants or classes only, it adds `TENANT.shed_rate<=0.001` for each tenant they leave uncovered
+(an SLO on `all` shedding replaces every guard). With `seeds > 1` each
 probe runs every seed and a decision rule judges the runs (`simsched.studies.probing`). With
 `over`, one search runs per combination of the categorical values, and `minimize` picks among
 their answers (`simsched.studies.fleet`). Probes of a round (several combinations, several
 points of an interval, every seed) run at once on the sweep's runners.
 
 The parts live beside it: `slo` (the expressions), `knob` (the candidates), `bisection` (the
-search), `probing` (running and judging probes), `fleet` (combinations, cost, the choice).
+search), `probing` (running and judging probes), `fleet` (combinations, cost, the choice),
+`plan_inputs` (the SLOs, shed guards and flags checked before any probe), `plan_notes`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from simsched.config.loading import (
     load_scenario,
@@ -39,21 +41,25 @@ from simsched.config.loading import (
     settings_of,
 )
 from simsched.config.overrides import format_assignment
-from simsched.config.prices import fleet_cost
+from simsched.config.prices import fleet_cost, gpu_price
 from simsched.config.scenario import Scenario
 from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
-from simsched.sim.recorder import SHED_REASONS
 from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicity_warnings
-from simsched.studies.fleet import MINIMIZE, Combo, FleetPlan, combinations, shown
+from simsched.studies.fleet import Combo, FleetPlan, combinations, shown
 from simsched.studies.grid import relabel
 from simsched.studies.knob import Number, knob_values
-from simsched.studies.probing import RULES, ProbeSpec, run_probes
+from simsched.studies.plan_inputs import (
+    carried_price,
+    check_choices,
+    check_over,
+    plan_slos,
+    refuse_values_invalid_everywhere,
+)
+from simsched.studies.plan_notes import fleet_notes, rule_notes
+from simsched.studies.probing import ProbeSpec, run_probes
 from simsched.studies.runners import LocalPool, connect_dask, run_on_client
-from simsched.studies.slo import Slo, check_targets, parse_slo
 
-SHED_GUARD = "all.shed_rate<=0.001"
-SHED_METRICS = frozenset({"shed", "shed_rate", *SHED_REASONS})
 DASK_CONNECT_TIMEOUT_S = 5
 
 
@@ -79,6 +85,7 @@ def plan(
     each combination of the `over` values; the best combination by `minimize`."""
     source = _Source(scenario, list(overrides or []))
     base = source.load([])
+    source.overrides += carried_price(base, over)
     label = source.label
     chosen, resolved = _variant(base, variant, label)
     flag = "--maximize" if maximize else "--vary"
@@ -92,16 +99,19 @@ def plan(
             label,
             "judge another variant (--variant) or take the setting out of this one",
         )
-    parsed, notes = _slos(slos, resolved, label)
-    _check_choices(minimize, rule, seeds, jobs, label)
+    parsed, notes = plan_slos(slos, resolved, label)
+    check_choices(minimize, rule, seeds, jobs, label)
+    check_over(over, knob, flag, seeds, label)
     values = knob_values(base, knob, range_, step, label, flag)
     plans = [
         PlanResult(knob, chosen, maximize, values, parsed, combo=c) for c in combinations(over)
     ]
+    rejected = {}
     for result in plans:
-        _check_ends(source, result, flag, several=len(plans) > 1, minimize=minimize)
-    if all(r.error for r in plans):
-        raise InputError(label, f"--over {shown(plans[0].combo)}", plans[0].error)
+        exc = _check_ends(source, result, flag, several=len(plans) > 1, minimize=minimize)
+        if exc is not None:
+            rejected[result.combo] = exc
+    refuse_values_invalid_everywhere(over, rejected, label)
     seed_list = tuple(range(base.seed, base.seed + seeds)) if seeds > 1 else (None,)
     spec = ProbeSpec(source.path, label, source.raw, tuple(source.overrides), knob, chosen,
                      tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule,
@@ -109,11 +119,14 @@ def plan(
     fleet = FleetPlan(knob, chosen, maximize, parsed, rule, seeds, minimize, plans, notes=notes)
     check = lambda combo, value: source.load_at(combo, knob, value, flag)  # noqa: E731
     _search(fleet, spec, jobs, dask_address, on_probe, check)
+    prices: dict[str, str] = {}
     for result in plans:
         if result.answer is not None:
-            result.gpus, result.cost_per_hour = _cost(source, result, result.answer)
+            result.gpus, result.cost_per_hour = _cost(source, result, result.answer, prices)
     fleet.choose()
-    fleet.notes += _rule_notes(fleet)
+    fleet.notes += rule_notes(fleet) + fleet_notes(fleet)
+    if prices:
+        fleet.notes.append(f"prices per GPU-hour: {', '.join(prices.values())}")
     return fleet
 
 
@@ -154,35 +167,11 @@ def _variant(scenario: Scenario, name: str | None, label: str) -> tuple[str, Sce
     return select_variants(variants, [name], label)[0] if name else variants[-1]
 
 
-def _slos(texts: list[str], resolved: Scenario, label: str) -> tuple[list[Slo], list[str]]:
-    parsed = [parse_slo(text, label) for text in texts]
-    if not parsed:
-        raise InputError(label, "--slo", "give at least one SLO")
-    check_targets(parsed, resolved, label)
-    if any(slo.metric in SHED_METRICS for slo in parsed):
-        return parsed, []
-    note = (
-        f"no SLO judges shedding, so the plan added {SHED_GUARD}: a capacity that meets the "
-        "latency targets only by rejecting traffic is no answer (state a shed SLO of your own, "
-        "e.g. --slo all.shed_rate<=0.01, to change it)"
-    )
-    return [*parsed, parse_slo(SHED_GUARD)], [note]
-
-
-def _check_choices(minimize: str, rule: str, seeds: int, jobs: int, label: str) -> None:
-    if minimize not in MINIMIZE:
-        raise InputError(
-            label, "--minimize", f"unknown {minimize!r} (known: {', '.join(MINIMIZE)})"
-        )
-    if rule not in RULES:
-        raise InputError(label, "--rule", f"unknown {rule!r} (known: {', '.join(RULES)})")
-    for flag, value in (("--seeds", seeds), ("--jobs", jobs)):
-        if value < 1:
-            raise InputError(label, flag, f"must be at least 1, got {value}")
-
-
-def _check_ends(source: _Source, result: PlanResult, flag: str, several: bool, minimize: str):
-    """Both ends load (a range the scenario rejects fails now), and cost has a price."""
+def _check_ends(
+    source: _Source, result: PlanResult, flag: str, several: bool, minimize: str
+) -> InputError | None:
+    """Both ends load (a range the scenario rejects fails now), and cost has a price; with
+    several combinations, a combination the scenario rejects is marked and its error returned."""
     try:
         for value in (result.values[0], result.values[-1]):
             source.load_at(result.combo, result.knob, value, flag)
@@ -191,7 +180,7 @@ def _check_ends(source: _Source, result: PlanResult, flag: str, several: bool, m
             raise
         result.error = f"{exc.where}: {exc.message}" if exc.where else exc.message
         result.message = f"{shown(result.combo)}: not a valid combination ({result.error})"
-        return
+        return exc
     if minimize in ("cost", "gpus"):
         gpus, cost = _cost(source, result, result.values[-1])
         if gpus is None or (minimize == "cost" and cost is None):
@@ -202,12 +191,21 @@ def _check_ends(source: _Source, result: PlanResult, flag: str, several: bool, m
                 f"{why} ({shown(result.combo) or 'the scenario'}); cost needs the "
                 "continuous_batching model and a price_per_gpu_hour in the gpu mapping",
             )
+    return None
 
 
-def _cost(source: _Source, result: PlanResult, value: Number) -> tuple[int | None, float | None]:
+def _cost(
+    source: _Source, result: PlanResult, value: Number, prices: dict[str, str] | None = None
+) -> tuple[int | None, float | None]:
+    """(GPUs, $/hour) at `value`; `prices` collects each GPU's price and where it came from."""
     scenario = source.load_at(result.combo, result.knob, value, "--vary")
-    resolved = dict(resolve_variants(scenario, source.label))[result.variant]
-    return fleet_cost(resolved.cluster)
+    cluster = dict(resolve_variants(scenario, source.label))[result.variant].cluster
+    gpus, cost = fleet_cost(cluster)
+    if gpus is not None and prices is not None:
+        price, origin = gpu_price(cluster)
+        shown_price = "no price" if price is None else f"${price:g}"
+        prices[cluster.gpu.name] = f"{cluster.gpu.name} {shown_price} ({origin})"
+    return gpus, cost
 
 
 def _search(fleet: FleetPlan, spec: ProbeSpec, jobs: int, dask: str | None, on_probe, check):
@@ -252,27 +250,3 @@ def _runner(jobs: int, dask: str | None):
         return
     with LocalPool(jobs) as pool:
         yield (lambda tasks: pool.run(tasks, quiet)), jobs
-
-
-def _rule_notes(fleet: FleetPlan) -> list[str]:
-    notes = []
-    if fleet.seeds > 1:
-        notes.append(f"{fleet.seeds} seeds per probe; decision rule: {RULES[fleet.rule]}")
-    for result in fleet.plans:
-        at = result.at_answer
-        if at is None:
-            continue
-        where = f"{shown(result.combo)}: " if result.combo else ""
-        text = f"{where}margins at {result.knob}={result.answer}: {_margins(at)}"
-        if result.below is not None:
-            text += f"; at {result.below.value}: {_margins(result.below)}"
-        notes.append(text)
-    return notes
-
-
-def _margins(probe: Probe) -> str:
-    return ", ".join(f"{key} {_signed(m)}" for key, m in probe.margins.items())
-
-
-def _signed(margin: Any) -> str:
-    return "no value" if margin is None else f"{margin:+g}"

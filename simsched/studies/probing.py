@@ -104,7 +104,7 @@ def _by_target(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def judge(spec: ProbeSpec, combo: Combo, value: Number, runs: list[dict]) -> Probe:
     metrics, estimates, margins, verdicts = {}, {}, {}, {}
     for slo in spec.slos:
-        values = [_plain(run[slo.target][slo.metric]) for run in runs]
+        values = [_value(run, slo) for run in runs]
         found = estimate(values)
         judged = _judged(slo, values, found, spec.rule)
         estimates[slo.key] = found
@@ -134,6 +134,13 @@ def _margin(slo: Slo, judged: float | None) -> float | None:
         return None
     slack = slo.limit - judged if slo.op in ("<=", "<") else judged - slo.limit
     return round(slack, 6)
+
+
+def _value(run: dict[str, dict[str, Any]], slo: Slo) -> float | None:
+    # a class that sent nothing in this run (a combination emptied it) has no row: no value,
+    # which meets no SLO (`Slo.met`), rather than a crash
+    row = run.get(slo.target)
+    return None if row is None else _plain(row[slo.metric])
 
 
 def _plain(value: Any) -> float | None:

@@ -61,7 +61,16 @@ def check_targets(slos: list[Slo], scenario: Scenario, label: str) -> None:
     tenants = scenario.tenant_ids()
     for slo in slos:
         if slo.target != ALL and slo.target not in tenants and slo.target not in CLASS_NAMES:
-            known = ", ".join([ALL, *CLASS_NAMES, *tenants])
+            known = ", ".join(dict.fromkeys([ALL, *CLASS_NAMES, *tenants]))  # a tenant `batch`
             raise InputError(
                 label, f"--slo {slo.text}", f"no tenant or class {slo.target!r} (known: {known})"
             )
+        if slo.target in CLASS_NAMES and slo.target not in tenants:
+            members = [t.id for t in scenario.tenants if t.priority == slo.target]
+            if not members:  # a class with no tenant sends nothing: its SLO would judge nothing
+                raise InputError(
+                    label,
+                    f"--slo {slo.text}",
+                    f"no tenant of the judged variant is in the {slo.target} class, so there is "
+                    "nothing to judge (set a tenant's priority, or drop this SLO)",
+                )

@@ -101,7 +101,8 @@ def _task(path, raw: str | None, label: str, overrides: list[str], point: Point,
     # workers may run in another folder than this one
     resolved = label if raw is not None else str(Path(path).resolve())
     texts = (*overrides, *point.overrides)
-    return Task(point.index, resolved, label, texts, point.labels, raw, study=study)
+    # class rows (`interactive`, `batch`) as plans judge them: one definition for both
+    return Task(point.index, resolved, label, texts, point.labels, raw, classes=True, study=study)
 
 
 def _loader(path, raw: str | None, label: str):

@@ -3,6 +3,7 @@ and targets present, no empty plot; the figures are inspected before they are sa
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +15,7 @@ from simsched.outputs.report.data import result_data
 from simsched.results.simulate import simulate
 
 REPO = Path(__file__).resolve().parents[2]
+report_module = importlib.import_module("simsched.outputs.report")
 
 
 @pytest.fixture
@@ -87,12 +89,59 @@ def test_sweep_lines_per_other_axis_categories_bands_and_heatmap(
     ]  # a line per value of the other axis, not an average over it
     assert list(ax.get_xticks()) == [1, 2, 3, 4]  # no replica count of 2.5
     assert len(ax.collections) == 2  # a seed band per line
+    assert all(line.get_linestyle() == "-" for line in ax.lines)
+    # the GPU axis given first: replicas still go on x, a line per GPU
     sweep_plots.metric_plot(table, "p99_ttft_ms", ["cluster.gpu", "cluster.replicas"], tmp_path)
     ax = figures["sweep_p99_ttft_ms.png"].axes[0]
+    assert list(ax.get_xticks()) == [1, 2, 3, 4] and ax.get_xlabel().startswith("cluster.replicas")
+    assert [line.get_label() for line in ax.lines] == [
+        "cluster.gpu=a100-80gb",
+        "cluster.gpu=h100-80gb",
+    ]
+    # GPUs alone: categories with markers, never a line between two GPUs
+    gpus = sweep_table(["a100-80gb", "h100-80gb"], [2], seeds=3)
+    sweep_plots.metric_plot(gpus, "p99_ttft_ms", ["cluster.gpu", "cluster.replicas"], tmp_path)
+    ax = figures["sweep_p99_ttft_ms.png"].axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a100-80gb", "h100-80gb"]
-    sweep_plots.heatmap(table, "p99_ttft_ms", params, tmp_path)
+    assert ax.lines and all(
+        line.get_linestyle() == "None" for line in ax.lines if line.get_label()[0] != "_"
+    )
+    assert all(line.get_marker() == "o" for line in ax.lines if line.get_label()[0] != "_")
+
+
+def test_heatmap_boundary_on_cell_edges_log_scale_interactive(
+    figures: dict, tmp_path: Path
+) -> None:
+    from matplotlib.colors import LogNorm
+
+    table = sweep_table(["a100-80gb", "h100-80gb"], [1, 2, 3, 4], seeds=3)
+    pooled = table.assign(tenant="interactive", p99_ttft_ms=table["p99_ttft_ms"] * 2)
+    table = pd.concat([table, pooled], ignore_index=True)
+    sweep_plots.heatmap(table, "p99_ttft_ms", ["cluster.replicas", "cluster.gpu"], tmp_path)
     heat = figures["heatmap_p99_ttft_ms.png"].axes[0]
-    assert heat.images and heat.collections  # the grid and the SLO boundary
+    image = heat.images[0]
+    assert isinstance(image.norm, LogNorm)  # latency: a log colour scale
+    figure = figures["heatmap_p99_ttft_ms.png"]
+    figure.canvas.draw()
+    bar = figure.axes[1].yaxis
+    labels = [t.get_text() for t in bar.get_majorticklabels() + bar.get_minorticklabels()]
+    assert labels and not any("$" in text for text in labels)  # plain numbers, not mathtext
+    assert image.get_array().max() == pytest.approx(2 * (2000 + 10))  # the interactive row
+    # met in every seed: H100 (row 1) at 3 and 4 replicas (columns 2, 3); edges around them
+    edges = sorted(
+        (tuple(line.get_xdata()), tuple(line.get_ydata()))
+        for line in heat.lines
+        if line.get_color() == "red"
+    )
+    assert edges == [((1.5, 1.5), (0.5, 1.5)), ((1.5, 2.5), (0.5, 0.5)), ((2.5, 3.5), (0.5, 0.5))]
+
+
+def test_no_heatmap_over_three_varying_settings(tmp_path: Path) -> None:
+    table = sweep_table(["a100-80gb", "h100-80gb"], [1, 2], seeds=1)
+    table = pd.concat([table.assign(**{"cluster.tp": tp}) for tp in (1, 2)], ignore_index=True)
+    report_module.sweep_report(table, "s", tmp_path)
+    assert not list(tmp_path.glob("heatmap_*.png"))
+    assert "No heatmap: 3 swept settings vary" in (tmp_path / "index.html").read_text()
 
 
 def test_plan_report_marks_target_and_answer(figures: dict, tmp_path: Path) -> None:
@@ -107,3 +156,10 @@ def test_plan_report_marks_target_and_answer(figures: dict, tmp_path: Path) -> N
     assert "target <= 400" in labels
     stars = [line for line in ax.lines if line.get_marker() == "*"]
     assert len(stars) == 1 and list(stars[0].get_xdata()) == [3]
+
+
+def test_a_two_axis_sweep_with_one_single_value_axis_has_no_heatmap(tmp_path: Path) -> None:
+    table = sweep_table(["a100-80gb", "h100-80gb"], [3], seeds=1)  # replicas: one value
+    report_module.sweep_report(table, "s", tmp_path)
+    plots = {p.name for p in tmp_path.glob("*.png")}
+    assert "sweep_p99_ttft_ms.png" in plots and not any(p.startswith("heatmap") for p in plots)

@@ -124,8 +124,10 @@ def test_cli_plan_table_and_json() -> None:
     table = CliRunner().invoke(app, args)
     assert table.exit_code == 0, table.output
     lines = table.output.splitlines()
-    shed = [f"{t}.shed_rate" for t in ("all", *load_scenario(SCENARIO).tenant_ids())]
-    assert lines[0].split() == ["cluster.total_kv_blocks", "met", "tenant_batch_rag.shed", *shed]
+    guards = ["tenant_chat_pro.shed_rate", "tenant_ide_assist.shed_rate"]  # the others' guard
+    shed = ["all.shed_rate", "tenant_batch_rag.shed_rate"]
+    head = ["cluster.total_kv_blocks", "met", "tenant_batch_rag.shed", *guards, *shed]
+    assert lines[0].split() == head
     assert lines[1].split() == ["8000", "yes", "0", "0", "0", "0", "0"]
     answer = next(line for line in lines if line.startswith("the smallest"))
     assert answer.startswith("the smallest cluster.total_kv_blocks meeting every SLO is ")
@@ -136,8 +138,8 @@ def test_cli_plan_table_and_json() -> None:
     assert document["probes"][0] == {
         "value": 8000,
         "met": True,
-        "metrics": {"tenant_batch_rag.shed": 0},
-        "margins": {"tenant_batch_rag.shed": 0},
+        "metrics": {"tenant_batch_rag.shed": 0} | dict.fromkeys(guards, 0.0),
+        "margins": {"tenant_batch_rag.shed": 0} | dict.fromkeys(guards, 0.001),
         "shed_rate": dict.fromkeys(["all", *load_scenario(SCENARIO).tenant_ids()], 0.0),
     }
     assert document["rule"] == "interval" and document["seeds"] == 1

@@ -17,6 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 from simsched.cli.studies import register
+from simsched.config.classes import CLASS_NAMES
 from simsched.errors import InputError
 from simsched.outputs.progress import ProgressLine, render
 from simsched.outputs.sweep_table import read_table, write_table
@@ -30,7 +31,7 @@ SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"
 sweep_module = importlib.import_module("simsched.studies.sweep")
 GRID = {"cluster.total_kv_blocks": [1200, 2400], "admission.batch_kv_watermark": [0.5, 0.95]}
 VARIANTS = ["request_count_no_admission", "service_token_drr_with_admission"]
-TENANTS = ["tenant_chat_pro", "tenant_ide_assist", "tenant_batch_rag", ALL]
+TENANTS = ["tenant_chat_pro", "tenant_ide_assist", "tenant_batch_rag", ALL, *CLASS_NAMES]
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,11 @@ def test_rows_per_point_variant_and_tenant(local: pd.DataFrame) -> None:
 def test_all_row_adds_up_the_tenants(local: pd.DataFrame) -> None:
     ok = local[local["error"].isna()]
     for (_, _), rows in ok.groupby(["point", "variant"]):
-        tenants, overall = rows[rows["tenant"] != ALL], rows[rows["tenant"] == ALL].iloc[0]
+        tenants = rows[~rows["tenant"].isin([ALL, *CLASS_NAMES])]
+        overall = rows[rows["tenant"] == ALL].iloc[0]
+        classes = rows[rows["tenant"].isin(CLASS_NAMES)]  # the classes pool the same requests
+        for column in COUNT_METRICS:
+            assert classes[column].sum() == pytest.approx(overall[column], abs=1e-3), column
         for column in [*COUNT_METRICS, "goodput_rps"]:
             assert tenants[column].sum() == pytest.approx(overall[column], abs=1e-3), column
         assert (
@@ -172,7 +177,7 @@ def test_cli_sweep_writes_the_table(tmp_path: Path) -> None:
     args = ["sweep", str(SCENARIO), "--grid", "cluster.total_kv_blocks=1200,2400"]
     result = CliRunner().invoke(app, [*args, "--jobs", "1", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert result.output == f"2 points, 0 failed; 16 rows written to {out}\n"  # no progress: no TTY
+    assert result.output == f"2 points, 0 failed; 24 rows written to {out}\n"  # no progress: no TTY
     assert list(read_table(out)["cluster.total_kv_blocks"].unique()) == [1200, 2400]
     bad = CliRunner().invoke(app, [*args[:3], "cluster.total_kv_blocks", "--out", str(out)])
     assert isinstance(bad.exception, InputError)

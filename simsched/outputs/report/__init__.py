@@ -32,7 +32,14 @@ from simsched.outputs.report.scenario_plots import (
     tpot_cdf,
     ttft_cdf,
 )
-from simsched.outputs.report.sweep_plots import heatmap, metric_plot, sweep_parameters, varies
+from simsched.outputs.report.sweep_plots import (
+    grid_axes,
+    heatmap,
+    metric_plot,
+    sweep_parameters,
+    varies,
+    x_first,
+)
 from simsched.outputs.sweep_table import read_table
 from simsched.results.frames import SimulationResult
 from simsched.results.tenants import METRIC_COLUMNS
@@ -81,10 +88,15 @@ def sweep_report(table: pd.DataFrame, name: str, folder: Path) -> None:
     ok = table[table["error"].isna()] if "error" in table else table
     varying = [m for m in METRIC_COLUMNS if m in ok and varies(ok, m)]
     plots = [metric_plot(ok, metric, params, folder) for metric in varying]
-    if len(params) >= 2 and "p99_ttft_ms" in varying:  # two axes: the grid at a glance
-        plots.insert(0, heatmap(ok, "p99_ttft_ms", params, folder))
+    axes = grid_axes(ok, x_first(ok, params))  # a numeric axis across, categories up
+    if len(axes) == 2 and "p99_ttft_ms" in varying:  # two axes: the grid at a glance
+        plots.insert(0, heatmap(ok, "p99_ttft_ms", axes, folder))
     failed = table[table["error"].notna()] if "error" in table else table.iloc[0:0]
     tables = [("Failed points", failed[["point", *params, "error"]])] if len(failed) else []
+    if len(axes) > 2:  # a heatmap of two would average percentiles over the others
+        tables.append(
+            (f"No heatmap: {len(axes)} swept settings vary, a grid shows two", pd.DataFrame())
+        )
     steady = [m for m in METRIC_COLUMNS if m in ok and m not in varying]
     if steady:  # flat lines say nothing a list does not
         frame = pd.DataFrame({"metric": steady})

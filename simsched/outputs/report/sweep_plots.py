@@ -12,6 +12,7 @@ from simsched.results.confidence import estimate
 from simsched.results.tenants import ALL, COUNT_METRICS
 from simsched.sim.recorder import SHED_REASONS
 
+INTERACTIVE = "interactive"  # the class whose latency a capacity plan is for
 UNITS = {
     "_ms": "ms",
     "_rps": "requests/s",
@@ -31,6 +32,23 @@ def sweep_parameters(table: pd.DataFrame) -> list[str]:
     return params or (["seed"] if seeds > 1 else ["point"])
 
 
+def grid_axes(table: pd.DataFrame, params: list[str]) -> list[str]:
+    """The swept settings that take at least two values: a grid needs two of them (a setting
+    swept over one value is a constant, not an axis)."""
+    return [p for p in params if p in table and table[p].nunique(dropna=True) >= 2]
+
+
+def x_first(table: pd.DataFrame, params: list[str]) -> list[str]:
+    """The parameters with a numeric one that varies first (it goes on x, where a line between
+    values means something); otherwise in their sweep order."""
+    numeric = [p for p in grid_axes(table, params) if numeric_axis(table[p])]
+    return numeric[:1] + [p for p in params if p not in numeric[:1]]
+
+
+def numeric_axis(values: pd.Series) -> bool:
+    return not any(isinstance(v, str) for v in values.dropna())
+
+
 def varies(table: pd.DataFrame, metric: str) -> bool:
     """Whether `metric` takes more than one value for some variant and tenant."""
     counts = table.groupby(["variant", "tenant"], sort=False)[metric].nunique(dropna=True)
@@ -40,11 +58,13 @@ def varies(table: pd.DataFrame, metric: str) -> bool:
 def metric_plot(table: pd.DataFrame, metric: str, params: list[str], folder: Path) -> Plot:
     """Per variant a panel (wrapping at 4 a row): the metric against the first parameter. With
     one parameter, a line per tenant; with more, a line per value of the other parameters, for
-    the `all` row (never an average of percentiles across an axis). A category axis (GPU names)
-    is drawn as categories, a numeric one with ticks at the swept values. With several seeds the
-    line is their mean and the band their 95% t-interval."""
+    the `all` row (never an average of percentiles across an axis). A numeric swept setting goes
+    on x when there is one (`x_first`); a category axis (GPU names) is drawn as categories with
+    markers only (no line joins two GPUs), a numeric one with ticks at the swept values. With
+    several seeds the line is their mean and the band (error bars on categories) their 95%
+    t-interval."""
     variants = list(dict.fromkeys(table["variant"]))
-    x, others = params[0], params[1:]
+    x, *others = x_first(table, params)
     fig, panels = small_multiples(len(variants), sharex=True, sharey=True)
     for ax, variant in zip(panels, variants, strict=True):
         rows = table[table["variant"] == variant]
@@ -81,8 +101,18 @@ def _line(ax, part: pd.DataFrame, x: str, metric: str, label: str, style: dict) 
     ]
     stats = [(v, e) for v, e in stats if e.mean is not None]
     xs = [_position(v) for v, _ in stats]
-    (line,) = ax.plot(xs, [e.mean for _, e in stats], marker="o", label=label, **style)
-    if any(e.n > 1 and e.high != e.low for _, e in stats):
+    means = [e.mean for _, e in stats]
+    spread = any(e.n > 1 and e.high != e.low for _, e in stats)
+    if any(isinstance(v, str) for v in xs):  # categories: markers, never a line between them
+        style = {k: v for k, v in style.items() if k != "linestyle"}
+        (line,) = ax.plot(xs, means, marker="o", linestyle="none", label=label, **style)
+        if spread:
+            bars = [[m - e.low for m, (_, e) in zip(means, stats, strict=True)],
+                    [e.high - m for m, (_, e) in zip(means, stats, strict=True)]]  # fmt: skip
+            ax.errorbar(xs, means, yerr=bars, fmt="none", ecolor=line.get_color(), capsize=3)
+        return
+    (line,) = ax.plot(xs, means, marker="o", label=label, **style)
+    if spread:
         ax.fill_between(xs, [e.low for _, e in stats], [e.high for _, e in stats],
                         color=line.get_color(), alpha=0.2, linewidth=0)  # fmt: skip
 
@@ -99,18 +129,33 @@ def _ticks(ax, values: pd.Series) -> None:
 
 
 def heatmap(table: pd.DataFrame, metric: str, params: list[str], folder: Path) -> Plot:
-    """Two swept parameters: the `all` row's metric over the grid (mean over seeds), a panel
-    per variant, with the cells where the class SLOs are met outlined: the SLO boundary."""
+    """Two swept parameters (exactly: `grid_axes`; a third would be averaged over, so the report
+    draws no heatmap then): the metric of the interactive class's pooled row (the `all` row when
+    the sweep has none) over the grid, mean over seeds, a panel per variant; latency on a log
+    colour scale; the SLO boundary drawn along cell edges, around the cells where every tenant
+    meets its class SLO (`slo_met` on the `all` row) in every seed."""
+    from matplotlib.colors import LogNorm
+    from matplotlib.ticker import FuncFormatter
+
     variants = list(dict.fromkeys(table["variant"]))
     x, y = params[:2]
+    target = INTERACTIVE if (table["tenant"] == INTERACTIVE).any() else ALL
     fig, panels = small_multiples(len(variants), sharex=True, sharey=True)
     for ax, variant in zip(panels, variants, strict=True):
-        rows = table[(table["variant"] == variant) & (table["tenant"] == ALL)]
-        grid = _pivot(rows, x, y, metric)
-        met = _pivot(rows, x, y, "slo_met")
-        image = ax.imshow(grid.to_numpy(dtype=float), origin="lower", aspect="auto")
-        fig.colorbar(image, ax=ax, label=_axis_label(metric))
-        ax.contour(met.to_numpy(dtype=float), levels=[0.5], colors="red", linewidths=1.5)
+        rows = table[table["variant"] == variant]
+        grid = _pivot(rows[rows["tenant"] == target], x, y, metric)
+        met = _pivot(rows[rows["tenant"] == ALL], x, y, "slo_met").reindex_like(grid)
+        values = grid.to_numpy(dtype=float)
+        positive = values[values > 0]
+        log = metric.endswith("_ms") and positive.size and (values[~pd.isna(values)] > 0).all()
+        norm = LogNorm(positive.min(), positive.max()) if log else None
+        image = ax.imshow(values, origin="lower", aspect="auto", norm=norm)
+        bar = fig.colorbar(image, ax=ax, label=_axis_label(metric) + (", log scale" if log else ""))
+        plain = FuncFormatter(lambda v, _: f"{v:g}")  # log ticks default to mathtext, off here
+        bar.ax.yaxis.set_major_formatter(plain)
+        bar.ax.yaxis.set_minor_formatter(plain)
+        for xs, ys in boundary_segments(met.to_numpy(dtype=float) == 1.0):
+            ax.plot(xs, ys, color="red", linewidth=2, label="_slo_boundary")
         ax.set_xticks(range(len(grid.columns)), [str(c) for c in grid.columns])
         ax.set_yticks(range(len(grid.index)), [str(i) for i in grid.index])
         ax.set_title(variant, fontsize="medium")
@@ -120,10 +165,24 @@ def heatmap(table: pd.DataFrame, metric: str, params: list[str], folder: Path) -
         fig,
         folder,
         f"heatmap_{metric}.png",
-        f"{metric} over {x} and {y}",
-        f"The all row's {metric} (mean over seeds) over the grid; red: the boundary of the "
-        "cells where every tenant meets its class SLO (slo_met).",
+        f"{target} {metric} over {x} and {y}",
+        f"The {target} row's {metric} (mean over seeds) over the grid; red: the edges of the "
+        "cells where every tenant meets its class SLO (slo_met) in every seed.",
     )
+
+
+def boundary_segments(met) -> list[tuple[list[float], list[float]]]:
+    """The cell edges between a met and a missed cell (image coordinates: cell (i, j) spans
+    j-0.5..j+0.5 across, i-0.5..i+0.5 up), each as ([x0, x1], [y0, y1])."""
+    rows, columns = met.shape
+    segments = []
+    for i in range(rows):
+        for j in range(columns):
+            if j + 1 < columns and met[i, j] != met[i, j + 1]:
+                segments.append(([j + 0.5, j + 0.5], [i - 0.5, i + 0.5]))
+            if i + 1 < rows and met[i, j] != met[i + 1, j]:
+                segments.append(([j - 0.5, j + 0.5], [i + 0.5, i + 0.5]))
+    return segments
 
 
 def _pivot(rows: pd.DataFrame, x: str, y: str, metric: str) -> pd.DataFrame:

@@ -1,0 +1,119 @@
+"""What a plan is given, checked before any probe runs: the SLOs and the default shed guards,
+the choices (`--minimize`, `--rule`, `--seeds`, `--jobs`), `--over` against the other flags and
+the scenario, and a GPU price that `--over cluster.gpu` would otherwise drop."""
+
+from __future__ import annotations
+
+from simsched.config.overrides import format_assignment
+from simsched.config.scenario import Scenario
+from simsched.errors import InputError
+from simsched.results.tenants import ALL
+from simsched.sim.recorder import SHED_REASONS
+from simsched.studies.fleet import MINIMIZE, Combo, combinations
+from simsched.studies.probing import RULES
+from simsched.studies.slo import Slo, check_targets, parse_slo
+
+GUARD_METRIC = "shed_rate<=0.001"
+SHED_GUARD = f"all.{GUARD_METRIC}"
+SHED_METRICS = frozenset({"shed", "shed_rate", *SHED_REASONS})
+
+
+def plan_slos(texts: list[str], resolved: Scenario, label: str) -> tuple[list[Slo], list[str]]:
+    parsed = [parse_slo(text, label) for text in texts]
+    if not parsed:
+        raise InputError(label, "--slo", "give at least one SLO")
+    check_targets(parsed, resolved, label)
+    guards = shed_guards(parsed, resolved)
+    if not guards:
+        return parsed, []
+    if guards == [SHED_GUARD]:
+        note = (
+            f"no SLO judges shedding, so the plan added {SHED_GUARD}: a capacity that meets the "
+            "latency targets only by rejecting traffic is no answer (state a shed SLO of your "
+            "own, e.g. --slo all.shed_rate<=0.01, to change it)"
+        )
+    else:
+        note = (
+            f"the shed SLOs given cover some tenants only, so the plan added {', '.join(guards)} "
+            "for the others: no tenant may shed unseen (an all.shed_rate SLO replaces them)"
+        )
+    return [*parsed, *map(_guard, guards)], [note]
+
+
+def shed_guards(slos: list[Slo], resolved: Scenario) -> list[str]:
+    """The default guards against hidden shedding: none when an SLO judges `all` shedding;
+    `all.shed_rate<=0.001` when no SLO judges shedding; else the same limit for each tenant
+    that no shed SLO covers (by its id or its priority class)."""
+    shed = [slo for slo in slos if slo.metric in SHED_METRICS]
+    if any(slo.target == ALL for slo in shed):
+        return []
+    if not shed:
+        return [SHED_GUARD]
+    targets = {slo.target for slo in shed}
+    tenants = resolved.tenant_ids()
+    open_ = [
+        t.id
+        for t in resolved.tenants
+        if t.id not in targets and not (t.priority in targets and t.priority not in tenants)
+    ]
+    return [f"{tenant}.{GUARD_METRIC}" for tenant in open_]
+
+
+def _guard(text: str) -> Slo:
+    # built, not parsed: a tenant id may hold characters an SLO expression cannot
+    target, _, limit = text.rpartition(".shed_rate<=")
+    return Slo(text, target, "shed_rate", "<=", float(limit))
+
+
+def check_choices(minimize: str, rule: str, seeds: int, jobs: int, label: str) -> None:
+    if minimize not in MINIMIZE:
+        raise InputError(
+            label, "--minimize", f"unknown {minimize!r} (known: {', '.join(MINIMIZE)})"
+        )
+    if rule not in RULES:
+        raise InputError(label, "--rule", f"unknown {rule!r} (known: {', '.join(RULES)})")
+    for flag, value in (("--seeds", seeds), ("--jobs", jobs)):
+        if value < 1:
+            raise InputError(label, flag, f"must be at least 1, got {value}")
+
+
+def check_over(over: dict[str, list] | None, knob: str, flag: str, seeds: int, label: str):
+    """`--over` may not set what another flag sets: one of the two would be silently lost."""
+    for path in over or {}:
+        if path == knob:
+            raise InputError(label, f"--over {path}", f"{flag} already varies {knob}; drop one")
+        if path == "seed" and seeds > 1:
+            raise InputError(
+                label,
+                "--over seed",
+                f"--seeds {seeds} already runs seeds; drop --over seed or --seeds",
+            )
+
+
+def refuse_values_invalid_everywhere(
+    over: dict[str, list] | None, rejected: dict[Combo, InputError], label: str
+) -> None:
+    """An `--over` value the scenario rejects in every combination is a typo, not an answer:
+    exit 2 naming it. A value rejected in some combinations only (tp=8 on one GPU) is a row."""
+    for path, values in (over or {}).items():
+        for value in values:
+            mine = [c for c in combinations(over) if (path, value) in c]
+            if all(c in rejected for c in mine):
+                exc = rejected[mine[0]]
+                raise InputError(label, exc.where or f"--over {path}={value}", exc.message)
+    if over and len(rejected) == len(combinations(over)):  # every combination, for mixed reasons
+        exc = next(iter(rejected.values()))
+        raise InputError(label, exc.where, exc.message)
+
+
+def carried_price(base: Scenario, over: dict[str, list] | None) -> list[str]:
+    """`--over cluster.gpu=NAME` replaces the whole gpu mapping, its `price_per_gpu_hour` too:
+    that price moves into `cluster.gpu_prices` under the GPU's name, so it still prices that GPU
+    (and only that one) instead of the list price."""
+    cluster = base.cluster
+    own = getattr(getattr(cluster, "gpu", None), "price_per_gpu_hour", None)
+    if not over or "cluster.gpu" not in over or own is None:
+        return []
+    table = dict(cluster.gpu_prices)
+    table.setdefault(cluster.gpu.name, own)
+    return [format_assignment("cluster.gpu_prices", table)]
