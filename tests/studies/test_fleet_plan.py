@@ -2,7 +2,7 @@
 the cheapest fleet over categorical axes, checked against a brute-force sweep of the same grid.
 
 The scenario is scenarios/fleet_planning.yaml cut to 10 seconds of traffic: three tenants on
-Llama 3 8B replicas, where one H100 sheds a quarter of the traffic but meets the latency targets
+Llama 3 8B replicas, where one H100 sheds a tenth of the traffic but meets the latency targets
 of the admitted requests.
 """
 
@@ -28,7 +28,7 @@ from simsched.studies.sweep import sweep
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "fleet_planning.yaml"
 SHORT = [f"tenants.{t}.arrivals.duration_s=10" for t in ("chat", "ide", "batch")]
-LATENCY = ["chat.p99_ttft_ms<=800", "ide.p99_ttft_ms<=1100"]
+LATENCY = ["chat.p99_ttft_ms<=1200", "ide.p99_ttft_ms<=1200"]
 
 
 def test_the_default_shed_guard_refuses_a_capacity_that_sheds() -> None:
@@ -113,7 +113,7 @@ def test_cli_fleet_table_and_json(tmp_path: Path) -> None:
     register(app)
     args = ["plan", str(SCENARIO), "--vary", "cluster.replicas", "--range", "2:4"]
     args += ["--slo", "interactive.p99_ttft_ms<=500", "--over", "cluster.gpu=a100-80gb,h100-80gb"]
-    args += ["--minimize", "cost", "--seeds", "2", *(x for s in SHORT for x in ("--set", s))]
+    args += ["--minimize", "cost", "--seeds", "3", *(x for s in SHORT for x in ("--set", s))]
     run = CliRunner().invoke(app, [*args, "--report", str(tmp_path / "report")])
     assert run.exit_code == 0, run.output
     lines = run.output.splitlines()
@@ -125,7 +125,7 @@ def test_cli_fleet_table_and_json(tmp_path: Path) -> None:
     assert any(line.startswith("the cheapest meeting every SLO: cluster.gpu=") for line in lines)
     assert (tmp_path / "report" / "plan_slos.png").is_file()
     document = json.loads(CliRunner().invoke(app, [*args, "--format", "json"]).output)
-    assert len(document["combinations"]) == 2 and document["seeds"] == 2
+    assert len(document["combinations"]) == 2 and document["seeds"] == 3
     assert document["rule"] == "interval"
 
 
