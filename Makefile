@@ -22,10 +22,11 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/simsched scenario scenarios/noisy_neighbor.yaml
 
+# Two test processes: the suite is CPU-bound and CI machines have two cores.
 test: $(DEV_STAMP)
 	$(BIN)/ruff check simsched tests benchmarks
 	$(BIN)/ruff format --check simsched tests benchmarks
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check simsched tests benchmarks
