@@ -110,3 +110,35 @@ def test_a_budget_that_is_not_a_number_is_refused() -> None:
     with pytest.raises(InputError, match="limits.max_requests"):
         scenario = load_scenario(STUDY, [POISSON % ("1e12", "1e12")])
         build_workload(scenario)
+
+
+SESSIONS = REPO / "scenarios" / "chat_sessions.yaml"
+
+
+@pytest.mark.parametrize(
+    "turns",
+    [
+        "{dist: lognormal, median: 1000000000, sigma: 0.1}",
+        "{dist: lognormal, median: 10, sigma: 40}",  # a mean far above the median
+        "{dist: empirical, values: [1, 1000000000], weights: [1, 1]}",
+        "{dist: normal, mean: 1000000000, std: 1}",
+        "{dist: exponential, mean: 1000000000}",
+        "{dist: uniform, low: 1, high: 2000000000}",
+        "{dist: lognormal, median: 1000000000, sigma: 0.1, min: 5, max: 1000000000}",
+    ],
+)
+def test_sessions_with_huge_turn_counts_are_refused(turns: str) -> None:
+    _refused_fast(
+        [f"tenants.0.arrivals.turns={turns}"], "tenants[0].arrivals", "limits.max_requests",
+        path=SESSIONS,
+    )  # fmt: skip
+
+
+def test_a_max_clips_the_turn_estimate() -> None:
+    # The same huge median, clipped to 12 turns, fits the default budget.
+    scenario = load_scenario(
+        SESSIONS, ["tenants.0.arrivals.turns={dist: lognormal, median: 1e9, sigma: 0.1, max: 12}"]
+    )
+    from simsched.workload.limits import check_request_budget
+
+    check_request_budget(scenario)
