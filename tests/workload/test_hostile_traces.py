@@ -135,3 +135,17 @@ def test_a_symlink_loop_is_one_line(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match="a.csv"):
         build_workload(load_scenario(scenario))
+
+
+@pytest.mark.parametrize(
+    ("field", "words"),
+    [
+        ('"input_length": ' + "9" * 5000, ("line 2", "not a readable JSON value")),
+        ('"input_length": ' + "9" * 400, ("line 2", "input_length is far too large")),
+        ('"input_length": 5, "hash_ids": [' + "7" * 5000 + "]", ("line 2", "JSON value")),
+    ],
+)
+def test_a_huge_mooncake_integer_is_refused_by_line(tmp_path: Path, field, words) -> None:
+    first = '{"timestamp": 0, "input_length": 10, "output_length": 5}\n'
+    second = '{"timestamp": 1, "output_length": 5, ' + field + "}\n"
+    _refused(tmp_path, "m.jsonl", first + second, "mooncake", *words)
