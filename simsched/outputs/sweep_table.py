@@ -4,6 +4,7 @@ reports."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -19,11 +20,12 @@ FIXED_COLUMNS = ["point", "seed", "variant", "tenant", *METRIC_COLUMNS, "error"]
 TABLE_SUFFIXES = (".parquet", ".csv")
 
 
-def check_table_path(out: str | Path) -> Path:
+def check_table_path(out: str | Path, inputs: Iterable[Path] = ()) -> Path:
     out = Path(out)
     if out.suffix.lower() not in TABLE_SUFFIXES:
         raise InputError(str(out), "--out", "must end in .parquet or .csv")
-    return check_output_file(out, "--out")  # a folder, a folder under a file, unwritable
+    # a folder, a folder under a file, unwritable, or a file the sweep reads
+    return check_output_file(out, "--out", inputs)
 
 
 def write_table(frame: pd.DataFrame, out: str | Path) -> Path:
