@@ -98,6 +98,8 @@ def _not_a_number(expected: str, value: Any) -> str:
         return f"Input should be {expected}, got the boolean {str(value).lower()}"
     if isinstance(value, str):
         return f"Input should be {expected}, got the text {value!r} (write numbers without quotes)"
+    if isinstance(value, float) and value.is_integer():  # 1000.0 from JSON or Python
+        return f"Input should be {expected}, got the float {value!r}: write it as an integer"
     if isinstance(value, float):
         return f"Input should be {expected}, got {value!r}, which has a fractional part"
     return f"Input should be {expected}, got {type(value).__name__} {value!r}"
