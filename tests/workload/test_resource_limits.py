@@ -142,3 +142,27 @@ def test_a_max_clips_the_turn_estimate() -> None:
     from simsched.workload.limits import check_request_budget
 
     check_request_budget(scenario)
+
+
+def test_the_automatic_timeline_interval_fits_the_row_limit() -> None:
+    # 8 replicas x about 2000 samples would pass a limit of 4000 rows: the automatic interval
+    # widens to fit it instead of refusing the run (the default case: 2500+ replicas).
+    scenario = load_scenario(
+        BATCHING,
+        ["cluster.replicas=8", "limits.max_timeline_rows=4000", POISSON % ("10", "10"),
+         "timeline.enabled=true"],
+    )  # fmt: skip
+    result = simulate(scenario, [scenario.variants[0].name])
+    timeline = result.timeline
+    requests = result.requests
+    first, last = requests["arrival_ms"].min(), requests["arrival_ms"].max()
+    over_arrivals = timeline[(timeline["time_ms"] >= first) & (timeline["time_ms"] <= last)]
+    assert 2000 <= len(over_arrivals) <= 4000 + 8, len(over_arrivals)
+
+
+def test_an_explicit_interval_too_fine_for_the_replicas_is_refused() -> None:
+    _refused_fast(
+        ["cluster.replicas=8", "limits.max_timeline_rows=4000", POISSON % ("10", "10"),
+         "timeline.interval_ms=1"],
+        "timeline.interval_ms", "limits.max_timeline_rows", path=BATCHING,
+    )  # fmt: skip
