@@ -54,7 +54,7 @@ def validate(raw: dict[str, Any], label: str, context: str = "") -> Scenario:
     try:
         return Scenario.model_validate(raw)
     except ValidationError as exc:
-        raise input_error(pick_error(exc.errors()), label, context) from None
+        raise input_error(pick_error(exc.errors()), label, context, Scenario) from None
 
 
 def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -> Scenario:
@@ -68,7 +68,7 @@ def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -
     except ValidationError as exc:
         error = pick_error(exc.errors())
     owners = (flag for flag, raw in versions if _same_error(_first_error(raw), error))
-    raise input_error(error, label, next(owners, versions[-1][0]))
+    raise input_error(error, label, next(owners, versions[-1][0]), Scenario)
 
 
 def _first_error(raw: dict[str, Any]) -> dict[str, Any] | None:
@@ -207,6 +207,6 @@ def checked(scenario: Scenario) -> Scenario:
     try:
         Scenario.model_validate(scenario.model_dump(mode="python"))
     except ValidationError as exc:
-        raise input_error(exc.errors()[0], scenario.name, "") from None
+        raise input_error(exc.errors()[0], scenario.name, "", Scenario) from None
     resolve_variants(scenario, scenario.name)
     return scenario
