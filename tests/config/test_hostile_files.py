@@ -109,6 +109,15 @@ def test_a_nul_in_a_tenant_id_is_rejected(tmp_path: Path) -> None:
         load_scenario(path)
 
 
+@pytest.mark.parametrize("char", ["\\x85", "\\x9b", "\\x7f"])
+def test_c1_control_characters_in_a_tenant_id_are_rejected(tmp_path: Path, char: str) -> None:
+    # U+0085 (next line) and U+009B (a terminal escape) are control characters too
+    path = tmp_path / "x.yaml"
+    path.write_text(STUDY.replace("id: tenant_chat_pro", f'id: "tenant{char}chat"', 1))
+    with pytest.raises(InputError, match=r"tenants\[0\]\.id.*control"):
+        load_scenario(path)
+
+
 @pytest.mark.parametrize(
     "value", ["[" * 1000 + "]" * 1000, "[&a [1, 2], *a, *a]", "&a [*a]", "{a: " * 500 + "1"]
 )
