@@ -70,6 +70,7 @@ def scenario(
     ] = None,
 ) -> None:
     """Run a scenario's variants on the same workload and compare them."""
+    from simsched.config.inputs import scenario_inputs
     from simsched.config.loading import load_scenario, resolve_variants, select_variants
     from simsched.config.shadowing import refuse_shadowed_overrides
     from simsched.outputs.files import RESULT_FILES, json_safe, write_result
@@ -79,9 +80,10 @@ def scenario(
 
     loaded = load_scenario(file, set_)
     refuse_shadowed_overrides(loaded, set_, variant, str(file))  # as sweep and plan do
+    inputs = scenario_inputs(loaded, file)  # no output may overwrite what the run reads
     for folder, flag, names in ((out, "--out", RESULT_FILES), (report, "--report", ())):
         if folder is not None:  # before the long part
-            check_output_folder(folder, flag, names)
+            check_output_folder(folder, flag, names, inputs)
     # checked here, not only inside simulate(), so that the message names the file
     select_variants(resolve_variants(loaded, str(file)), variant, str(file))
     try:
@@ -120,6 +122,7 @@ def workload(
     ] = None,
 ) -> None:
     """Describe a scenario's workload per tenant; optionally freeze it as a trace CSV."""
+    from simsched.config.inputs import scenario_inputs
     from simsched.config.loading import load_scenario
     from simsched.outputs.preflight import check_output_file
     from simsched.outputs.workload_files import write_trace_csv
@@ -129,7 +132,7 @@ def workload(
 
     loaded = load_scenario(file, set_)
     if out is not None:  # fail before the long part
-        check_output_file(out, "--out", [file])
+        check_output_file(out, "--out", scenario_inputs(loaded, file))  # a trace it reads too
         if not out.resolve().parent.is_dir():
             raise InputError(str(out), "--out", "its folder does not exist")
     with named_by(file):

@@ -63,6 +63,8 @@ def sweep(
     set_: SetOption = None,
 ) -> None:
     """Run a scenario over a grid of settings; one row per point, variant and tenant."""
+    from simsched.config.inputs import grid_inputs, scenario_inputs
+    from simsched.config.loading import load_scenario
     from simsched.outputs.sweep_table import check_table_path, write_table
     from simsched.studies.grid import parse_grid
     from simsched.studies.sweep import sweep as run_sweep
@@ -72,11 +74,22 @@ def sweep(
         raise InputError(
             label, "--dask", "an empty address (give tcp://host:8786, or leave --dask out)"
         )
-    check_table_path(out)  # before hours of work, not after
-    table = run_sweep(
-        file,
+    grid_axes, zip_axes = (
         parse_grid(grid or [], "--grid", label),
         parse_grid(zip_ or [], "--zip", label),
+    )
+    # before hours of work, not after; never over a file the sweep reads
+    inputs = [
+        *scenario_inputs(load_scenario(file, set_), file),
+        *grid_inputs(grid_axes | zip_axes, file),
+    ]
+    check_table_path(out, inputs)
+    if seeds > 1:
+        check_table_path(out.with_name(f"{out.stem}.ci{out.suffix}"), inputs)
+    table = run_sweep(
+        file,
+        grid_axes,
+        zip_axes,
         seeds=seeds,
         jobs=jobs,
         dask_address=dask,

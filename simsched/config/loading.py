@@ -54,7 +54,7 @@ def validate(raw: dict[str, Any], label: str, context: str = "") -> Scenario:
     try:
         return Scenario.model_validate(raw)
     except ValidationError as exc:
-        raise input_error(pick_error(exc.errors()), label, context) from None
+        raise input_error(pick_error(exc.errors()), label, context, Scenario) from None
 
 
 def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -> Scenario:
@@ -68,7 +68,7 @@ def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -
     except ValidationError as exc:
         error = pick_error(exc.errors())
     owners = (flag for flag, raw in versions if _same_error(_first_error(raw), error))
-    raise input_error(error, label, next(owners, versions[-1][0]))
+    raise input_error(error, label, next(owners, versions[-1][0]), Scenario)
 
 
 def _first_error(raw: dict[str, Any]) -> dict[str, Any] | None:
@@ -138,20 +138,28 @@ def _override(raw: dict[str, Any], text: str, label: str) -> dict[str, Any]:
         raise InputError(label, f"--set {text}", exc.problem) from None
 
 
-def _resolve_paths(node: Any, base_dir: Path) -> None:
-    """Every `path:` in a scenario (traces, trace-drawn lengths) is relative to the file."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            # `path:` in a mapping, or a variant's dotted `trace.path:` override
-            if _is_path_key(key) and isinstance(value, str) and value:
-                node[key] = os.path.abspath(
-                    base_dir / value
-                )  # no symlink following: keep the name given
-            else:
-                _resolve_paths(value, base_dir)
-    elif isinstance(node, list):
-        for item in node:
-            _resolve_paths(item, base_dir)
+def _resolve_paths(root: Any, base_dir: Path) -> None:
+    """Every `path:` in a scenario (traces, trace-drawn lengths) is relative to the file.
+
+    The walk keeps its own stack and visits each shared (aliased) node once, so neither a long
+    alias chain nor a node many aliases share can exhaust the recursion limit or repeat work."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, dict):
+            for key, value in node.items():
+                # `path:` in a mapping, or a variant's dotted `trace.path:` override
+                if _is_path_key(key) and isinstance(value, str) and value:
+                    # no symlink following: keep the name given
+                    node[key] = os.path.abspath(base_dir / value)
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(item for item in node if isinstance(item, (dict, list)))
 
 
 def _is_path_key(key: Any) -> bool:
@@ -199,6 +207,6 @@ def checked(scenario: Scenario) -> Scenario:
     try:
         Scenario.model_validate(scenario.model_dump(mode="python"))
     except ValidationError as exc:
-        raise input_error(exc.errors()[0], scenario.name, "") from None
+        raise input_error(exc.errors()[0], scenario.name, "", Scenario) from None
     resolve_variants(scenario, scenario.name)
     return scenario

@@ -50,8 +50,10 @@ class SystemPrompt(Model):
 def _printable(text: str) -> str:
     # A NUL or another control character would be written into traces and CSV files that
     # simsched (and other tools) then cannot read back.
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):
-        raise ValueError("must not contain control characters (a NUL, a tab, a line break)")
+    if any(ord(c) < 32 or 127 <= ord(c) <= 159 for c in text):  # C0, DEL and C1 (\x80-\x9f)
+        raise ValueError(
+            "must not contain control characters (a NUL, a tab, a line break, U+0080-U+009F)"
+        )
     return text
 
 

@@ -10,6 +10,7 @@ import difflib
 from typing import Any
 
 from simsched.config.cluster import SERVICE_MODEL_TAGS
+from simsched.config.field_names import field_names
 from simsched.config.specs import UNION_TAGS
 from simsched.errors import InputError
 
@@ -34,13 +35,15 @@ def pick_error(errors: list[Any]) -> Any:
     return first
 
 
-def input_error(error: Any, label: str, context: str) -> InputError:
+def input_error(error: Any, label: str, context: str, model: type | None = None) -> InputError:
+    """The error as one line; `model` (the validated class) lets an unknown key be matched
+    against the keys taken at its place."""
     where = _location(error["loc"])
     if error["type"] in TAG_ERRORS:  # the discriminator key is what the user got wrong
         where = f"{where}.{_tag_key(error)}"
     if context:
         where = f"{context}: {where}" if where else context
-    return InputError(label, where, _message(error))
+    return InputError(label, where, _message(error, model))
 
 
 def _location(loc: tuple[Any, ...]) -> str:
@@ -62,10 +65,10 @@ def _tag_key(error: Any) -> str:
     return str(error.get("ctx", {}).get("discriminator", "kind")).strip("'")
 
 
-def _message(error: Any) -> str:
+def _message(error: Any, model: type | None = None) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
-        return _unknown_key(error)
+        return _unknown_key(error, model)
     if kind == "union_tag_invalid":
         ctx = error["ctx"]
         known = str(ctx["expected_tags"]).replace("'", "")
@@ -78,15 +81,20 @@ def _message(error: Any) -> str:
     return message.removeprefix("Value error, ")
 
 
-def _unknown_key(error: Any) -> str:
+def _unknown_key(error: Any, model: type | None = None) -> str:
     key = str(error["loc"][-1])
     if key == "total_kv_blocks" and "continuous_batching" in error["loc"]:
         return (
             "not a setting of the continuous_batching model: it takes num_gpu_blocks (KV blocks "
             "per replica), or works them out from gpu, model and gpu_memory_utilization"
         )
-    expected = error.get("ctx", {}).get("expected", [])
-    close = difflib.get_close_matches(key, expected, n=1, cutoff=0.5) or expected[:1]
+    # Only a close match is suggested: first among the required keys left missing beside it,
+    # then among every key the model takes there (a misspelt optional key misses nothing).
+    missing = error.get("ctx", {}).get("expected", [])
+    taken = field_names(model, error["loc"]) if model is not None else []
+    close = difflib.get_close_matches(key, missing, n=1, cutoff=0.5) or difflib.get_close_matches(
+        key, taken, n=1, cutoff=0.6
+    )
     if close:
         return f"unknown key (not part of the scenario format); did you mean {close[0]}?"
     return "unknown key (not part of the scenario format; check the spelling)"
@@ -98,6 +106,8 @@ def _not_a_number(expected: str, value: Any) -> str:
         return f"Input should be {expected}, got the boolean {str(value).lower()}"
     if isinstance(value, str):
         return f"Input should be {expected}, got the text {value!r} (write numbers without quotes)"
+    if isinstance(value, float) and value.is_integer():  # 1000.0 from JSON or Python
+        return f"Input should be {expected}, got the float {value!r}: write it as an integer"
     if isinstance(value, float):
         return f"Input should be {expected}, got {value!r}, which has a fractional part"
     return f"Input should be {expected}, got {type(value).__name__} {value!r}"

@@ -101,6 +101,24 @@ def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -
     return loader.construct_mapping(node)
 
 
+# `5e7` (no dot, no negative exponent) names a whole number: read it as the exact int, so
+# that integer settings (`limits.max_requests=5e7`) take it; a float setting takes an int too.
+_WHOLE_EXPONENT = "tag:simsched,2026:whole-exponent"
+_UniqueKeyLoader.add_implicit_resolver(
+    _WHOLE_EXPONENT, re.compile(r"^[-+]?[0-9][0-9_]*[eE]\+?[0-9]+$"), list("-+0123456789")
+)
+
+
+def _construct_whole_exponent(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | float:
+    text = loader.construct_scalar(node).replace("_", "")
+    mantissa, exponent = re.split("[eE]", text)
+    if int(exponent) + len(mantissa.lstrip("+-")) > 308:  # near or beyond any float: as one
+        return float(text)  # (inf beyond), which the bounds refuse
+    return int(mantissa) * 10 ** int(exponent)
+
+
+_UniqueKeyLoader.add_constructor(_WHOLE_EXPONENT, _construct_whole_exponent)
+
 # YAML 1.1 reads `1e6` and `1e+20` as strings (its floats need a dot, and a sign on the
 # exponent); the scenario models take numbers strictly, so read them as the floats YAML 1.2 and
 # every reader of a scenario take them for. `json.dumps` writes floats that way too.

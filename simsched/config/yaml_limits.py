@@ -43,34 +43,56 @@ def check_events(events: Iterable[yaml.Event]) -> None:
 
 
 def check_graph(root: yaml.Node) -> None:
-    """Refuse a node graph that contains itself, or expands to more than MAX_NODES values.
+    """Refuse a node graph that contains itself, nests deeper than MAX_DEPTH once aliases are
+    expanded, or expands to more than MAX_NODES values.
 
-    Sizes are memoised per node, so a node shared by many aliases is walked once; the
-    recursion is bounded by MAX_DEPTH, checked before.
+    The text check above cannot see depth gained through aliases (`&v2 [*v1]`, `&v3 [*v2]`, ...
+    nest one level per line). Size and depth are memoised per node, so a node shared by many
+    aliases is walked once, and the walk keeps its own stack, so a long alias chain cannot
+    exhaust Python's.
     """
-    sizes: dict[int, int] = {}
+    done: dict[int, tuple[int, int]] = {}  # id -> (values, levels) once expanded
     open_nodes: set[int] = set()
-
-    def size(node: yaml.Node) -> int:
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
         key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in open_nodes:
-            raise YamlTooLarge("an alias refers to itself (a value inside its own anchor)",
-                               _line(node.start_mark))  # fmt: skip
-        open_nodes.add(key)
-        total = 1
-        if isinstance(node, yaml.SequenceNode):
-            total += sum(size(child) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            total += sum(size(k) + size(v) for k, v in node.value)
+        if key in done:
+            continue
+        children = _children(node)
+        if not children_done:
+            if key in open_nodes:
+                raise YamlTooLarge("an alias refers to itself (a value inside its own anchor)",
+                                   _line(node.start_mark))  # fmt: skip
+            open_nodes.add(key)
+            stack.append((node, True))
+            for child in children:
+                if id(child) in open_nodes:
+                    raise YamlTooLarge("an alias refers to itself (a value inside its own anchor)",
+                                       _line(child.start_mark))  # fmt: skip
+                if id(child) not in done:
+                    stack.append((child, False))
+            continue
         open_nodes.discard(key)
+        total = 1 + sum(done[id(child)][0] for child in children)
+        levels = (1 + max((done[id(child)][1] for child in children), default=0)) if isinstance(
+            node, yaml.CollectionNode) else 0  # fmt: skip
+        if levels > MAX_DEPTH:
+            raise YamlTooLarge(
+                f"nested more than {MAX_DEPTH} levels deep once aliases are expanded",
+                _line(node.start_mark),
+            )
         if total > MAX_NODES:
             raise YamlTooLarge(
                 f"aliases expand to more than {MAX_NODES:,} values (an alias bomb?)",
                 _line(node.start_mark),
             )
-        sizes[key] = total
-        return total
+        done[key] = (total, levels)
 
-    size(root)
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []

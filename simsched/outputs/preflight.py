@@ -19,8 +19,11 @@ from simsched.outputs.atomic import cannot_write, output_folder
 NAME_MAX = 255  # bytes in one path component on every common file system
 
 
-def check_output_folder(target: str | Path, flag: str, names: Iterable[str] = ()) -> Path:
-    """`target` can become (or be refilled as) a results folder holding `names`."""
+def check_output_folder(
+    target: str | Path, flag: str, names: Iterable[str] = (), inputs: Iterable[Path] = ()
+) -> Path:
+    """`target` can become (or be refilled as) a results folder holding `names`, none of which
+    is one of the run's `inputs`."""
     _check_names(Path(target), flag)  # first: a name too long makes even exists() fail
     path = output_folder(target, flag)
     _probe(_nearest_folder(path.absolute().parent), path, flag)
@@ -32,7 +35,14 @@ def check_output_folder(target: str | Path, flag: str, names: Iterable[str] = ()
                 raise InputError(str(item), flag, "is a folder, not a file: nothing written")
             if os.path.lexists(item) and not item.is_symlink() and not item.is_file():
                 raise InputError(str(item), flag, "is not a regular file: nothing written")
+            _not_an_input(item, flag, inputs)
     return path
+
+
+def _not_an_input(path: Path, flag: str, inputs: Iterable[Path]) -> None:
+    for source in inputs:  # samefile: the same file by another name or through a link
+        if path.exists() and source.exists() and path.samefile(source):
+            raise InputError(str(path), flag, f"is the input {source}: it would be overwritten")
 
 
 def check_output_file(path: str | Path, flag: str, inputs: Iterable[Path] = ()) -> Path:
@@ -44,9 +54,7 @@ def check_output_file(path: str | Path, flag: str, inputs: Iterable[Path] = ()) 
     if os.path.lexists(path) and not path.is_symlink() and not path.is_file():
         # a device or FIFO: the output's final rename would replace the node itself
         raise InputError(str(path), flag, "is not a regular file (a device, FIFO or socket)")
-    for source in inputs:
-        if path.exists() and source.exists() and path.samefile(source):
-            raise InputError(str(path), flag, f"is the input {source}: it would be overwritten")
+    _not_an_input(path, flag, inputs)
     parent = path.absolute().parent
     for folder in (parent, *parent.parents):
         if folder.exists():

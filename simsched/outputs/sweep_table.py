@@ -1,10 +1,14 @@
-"""A sweep's table file: .parquet or .csv, written all or nothing, and read back for reports."""
+"""A sweep's table file: .parquet or .csv, written all or nothing, and read back (checked) for
+reports."""
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
+from pandas.api.types import is_numeric_dtype
 
 from simsched.errors import InputError
 from simsched.outputs.atomic import cannot_write, staging_file
@@ -16,11 +20,12 @@ FIXED_COLUMNS = ["point", "seed", "variant", "tenant", *METRIC_COLUMNS, "error"]
 TABLE_SUFFIXES = (".parquet", ".csv")
 
 
-def check_table_path(out: str | Path) -> Path:
+def check_table_path(out: str | Path, inputs: Iterable[Path] = ()) -> Path:
     out = Path(out)
     if out.suffix.lower() not in TABLE_SUFFIXES:
         raise InputError(str(out), "--out", "must end in .parquet or .csv")
-    return check_output_file(out, "--out")  # a folder, a folder under a file, unwritable
+    # a folder, a folder under a file, unwritable, or a file the sweep reads
+    return check_output_file(out, "--out", inputs)
 
 
 def write_table(frame: pd.DataFrame, out: str | Path) -> Path:
@@ -44,9 +49,37 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise InputError(str(path), "", "a sweep table ends in .parquet or .csv")
     if not path.is_file():
         raise InputError(str(path), "", "no such file")
+    csv_file = path.suffix.lower() == ".csv"
     try:
-        if path.suffix.lower() == ".parquet":
-            return pd.read_parquet(path)
-        return pd.read_csv(path)
+        header = first_csv_row(path) if csv_file else []
+        frame = pd.read_csv(path) if csv_file else pd.read_parquet(path)
     except Exception as exc:  # any reader error is the file's fault, not ours
         raise InputError(str(path), "", f"cannot read the table: {exc}") from None
+    # pandas renames a repeated CSV column (`shed.1`): the header itself tells
+    names = [name.strip() for name in header] if csv_file else [str(c) for c in frame.columns]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InputError(str(path), "header", f"column {repeated[0]!r} is named twice")
+    return numeric_metrics(frame, path, csv_file)
+
+
+def first_csv_row(path: Path) -> list[str]:
+    with open(path, encoding="utf-8", newline="") as handle:
+        return next(csv.reader(handle), [])
+
+
+def numeric_metrics(frame: pd.DataFrame, path: Path, csv_file: bool) -> pd.DataFrame:
+    """Every metric column as numbers (empty cells stay missing): a text cell in one would end
+    in a plotting library's traceback, so it is refused, named by its line (or parquet row)."""
+    for column in METRIC_COLUMNS:
+        if column == "slo_met" or column not in frame or is_numeric_dtype(frame[column]):
+            continue  # slo_met is a yes/no column, read as pandas reads it
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = (values.isna() & frame[column].notna()).to_numpy()
+        if bad.any():
+            row = int(bad.argmax())
+            where = f"line {row + 2}" if csv_file else f"row {row + 1}"
+            message = f"{column} {frame[column].iloc[row]!r} is not a number"
+            raise InputError(str(path), where, message)
+        frame[column] = values
+    return frame

@@ -114,7 +114,8 @@ def variant_workload(
 
 
 def _workload_key(scenario: Scenario) -> str:
-    settings = scenario.model_dump(mode="json", include={"seed", "tenants", "trace"})
+    # `limits` too: a workload cached under a larger budget must not let a smaller one through
+    settings = scenario.model_dump(mode="json", include={"seed", "tenants", "trace", "limits"})
     settings["prefix_ids"] = uses_prefixes(scenario.cluster)  # trace hash_ids read or not
     return json.dumps(settings, sort_keys=True)
 

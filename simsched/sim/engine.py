@@ -126,8 +126,12 @@ def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> Tim
         span = float(table.arrival_ms[0]), float(table.arrival_ms[-1])
     if not scenario.timeline.enabled or span is None:
         return None
-    interval = scenario.timeline.interval_ms or auto_interval_ms(*span)
-    check_timeline_size(scenario, span[1] - span[0], interval)
+    interval = scenario.timeline.interval_ms
+    if interval is None:  # sized to fit limits.max_timeline_rows
+        replicas = getattr(scenario.cluster, "replicas", 1)
+        interval = auto_interval_ms(*span, replicas, scenario.limits.max_timeline_rows)
+    else:
+        check_timeline_size(scenario, span[1] - span[0], interval)
     sampler = TimelineSampler(env, cluster, lanes, feed, interval)
     env.process(sampler.process())
     return sampler

@@ -35,12 +35,19 @@ TIMELINE_COLUMNS = [
 TARGET_SAMPLES = 2000
 
 
-def auto_interval_ms(first_arrival_ms: float, last_arrival_ms: float) -> float:
-    return max((last_arrival_ms - first_arrival_ms) / TARGET_SAMPLES, 1.0)
+def auto_interval_ms(
+    first_arrival_ms: float, last_arrival_ms: float, replicas: int = 1, most_rows: float = math.inf
+) -> float:
+    """About TARGET_SAMPLES samples over the arrivals, no closer than 1 ms, and fewer when the
+    replicas are so many that the rows (samples x replicas) would pass `most_rows`: the default
+    must fit the default limit whatever the cluster's size."""
+    span = last_arrival_ms - first_arrival_ms
+    return max(span / TARGET_SAMPLES, 1.0, span * replicas / most_rows)
 
 
 def check_timeline_size(scenario, span_ms: float, interval_ms: float) -> None:
-    """Refuse a timeline whose samples over the arrival span alone exceed the limit."""
+    """Refuse an explicit `timeline.interval_ms` whose samples over the arrival span alone
+    exceed the limit (the automatic interval is sized to fit it)."""
     rows = span_ms / interval_ms * getattr(scenario.cluster, "replicas", 1)
     most = scenario.limits.max_timeline_rows
     if rows > most:

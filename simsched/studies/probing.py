@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from simsched.config.overrides import format_assignment
+from simsched.errors import InputError
 from simsched.results.confidence import INTERVAL, Estimate, estimate
 from simsched.studies.bisection import Probe
 from simsched.studies.knob import Number
-from simsched.studies.runners import Outcome, Task
+from simsched.studies.runners import InputProblem, Outcome, Task
 from simsched.studies.slo import Slo
 
 RULES = {
@@ -88,9 +89,20 @@ def run_probes(spec: ProbeSpec, wanted: list[tuple[Combo, Number]], runner: Runn
         runs = outcomes[i * n : (i + 1) * n]
         errors = [error for _, error in runs if error]
         if errors:  # the values were loaded before: this is a failure while running
-            raise RuntimeError(f"the probe at {spec.knob}={value} failed: {errors[0]}")
+            raise _probe_failure(spec, value, errors[0])
         probes.append(judge(spec, combo, value, [_by_target(rows) for rows, _ in runs]))
     return probes
+
+
+def _probe_failure(spec: ProbeSpec, value: Number, error: str) -> Exception:
+    """A value in the range that the scenario cannot run (a request budget, a clock bound, a
+    timeline size, found only while running) is bad input: exit 2, one line naming the value.
+    Anything else is a bug and stays one."""
+    where = f"the probe at --vary {spec.knob}={value}"
+    if not isinstance(error, InputProblem):
+        return RuntimeError(f"{where} failed: {error}")
+    message = error.removeprefix(f"{spec.label}: ")
+    return InputError(spec.label, where, f"{message} (narrow --range to values that can run)")
 
 
 def _by_target(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

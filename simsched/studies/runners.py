@@ -26,6 +26,11 @@ Progress = Callable[[int, int], None]
 Outcome = tuple[list[dict[str, Any]], str | None]  # a point's metrics rows, or its error
 
 
+class InputProblem(str):
+    """An Outcome's error that is the user's input (an InputError's line), not a bug: a plan
+    reports it as bad input. A str, so sweeps and pickling treat it as any other message."""
+
+
 @dataclass(frozen=True)
 class Task:
     """All a worker needs: the file, the overrides, and how to name them in an error."""
@@ -67,7 +72,7 @@ def run_task(task: Task) -> Outcome:
         return metrics_rows(result, classes=task.classes), None
     except InputError as exc:
         source = task.label if exc.source in (task.path, "") else exc.source
-        return [], str(relabel(exc, dict(task.labels), source))
+        return [], InputProblem(relabel(exc, dict(task.labels), source))
     except Exception as exc:  # a bug at one point must not lose the other points' results
         return [], f"{type(exc).__name__}: {exc}"
 

@@ -64,15 +64,31 @@ def expected_requests(spec) -> float:
 
 
 def _rough_turns(turns) -> float:
-    """A turns spec's mean, or its largest value where only that is known (a fixed number, a
-    uniform range, a clipped distribution)."""
+    """A turns spec's expected value, clipped as draws are (to [min, max], at least 1).
+
+    Clamping the mean is not the clipped distribution's exact mean, but it is its right order
+    of size (and an upper bound when only `max` clips), which is what a budget check needs.
+    A trace-drawn spec is not read here: its `max`, when given, stands for it."""
     if isinstance(turns, int):
-        return float(turns)
-    for key in ("mean", "max", "high"):
-        value = getattr(turns, key, None)
-        if value is not None:
-            return float(value)
-    return 1.0
+        return float(max(turns, 1))
+    mean = _spec_mean(turns)
+    low = max(1.0, float(turns.min or 1))
+    high = math.inf if turns.max is None else float(turns.max)
+    return min(max(mean, low), high)
+
+
+def _spec_mean(spec) -> float:
+    if spec.dist == "uniform":
+        return (spec.low + spec.high) / 2.0
+    if spec.dist == "empirical":
+        weights = np.asarray(spec.weights, dtype=float)
+        return float(np.dot(spec.values, weights) / weights.sum())
+    if spec.dist == "lognormal" and spec.median is not None:
+        exponent = spec.sigma**2 / 2.0
+        return spec.median * math.exp(exponent) if exponent < 700 else math.inf  # no overflow
+    if spec.dist in ("normal", "lognormal", "exponential"):
+        return float(spec.mean)
+    return 1.0  # a trace without `max`: its rows are only known once read
 
 
 def _rate_integral(spec, seconds: float) -> float:

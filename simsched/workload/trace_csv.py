@@ -8,7 +8,6 @@ as `FILE line N: ...`, the line as a text editor counts it (the header is line 1
 
 from __future__ import annotations
 
-import csv
 import io
 import warnings
 from pathlib import Path
@@ -19,7 +18,13 @@ import pandas as pd
 from simsched.config.classes import CLASS_INDEX
 from simsched.config.yaml_io import read_text  # the same file checks as for scenarios
 from simsched.errors import InputError, display_path
-from simsched.workload.formats.checks import check_shape, fail, numbers
+from simsched.workload.formats.checks import (
+    check_shape,
+    csv_rows,
+    fail,
+    numbers,
+    universal_newlines,
+)
 from simsched.workload.table import RequestTable
 
 REQUIRED = ("request_id", "tenant_id", "arrival_ms", "prefill_tokens", "decode_tokens")
@@ -52,7 +57,7 @@ def read_trace_csv(path: str | Path, tenants: list, *, label: str | None = None)
 
 def _read_frame(path: Path, label: str) -> pd.DataFrame:
     try:
-        text = read_text(path, "trace file")
+        text = universal_newlines(read_text(path, "trace file"))
     except InputError as exc:  # name the trace as every other trace message does
         raise InputError(label, exc.where, exc.message) from None
     check_shape(text, label)
@@ -81,12 +86,12 @@ def _read_frame(path: Path, label: str) -> pd.DataFrame:
 
 def _too_long_row(text: str, label: str) -> InputError | None:
     """The first row with more fields than the header (pandas' own message is vaguer)."""
-    reader = csv.reader(io.StringIO(text))
-    width = len(next(reader, []))
-    for row in reader:
+    rows = csv_rows(text, label)
+    width = len(next(rows, (1, []))[1])
+    for line, row in rows:
         if len(row) > width:
             message = f"{len(row)} fields, but the header names {width}"
-            return fail(label, reader.line_num, message)
+            return fail(label, line, message)
     return None
 
 

@@ -7,6 +7,7 @@ input; `--dask ''` is an error; absurd sweep and plan grids are refused.
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import sys
 from pathlib import Path
@@ -42,6 +43,11 @@ def no_simulation(monkeypatch):
 
     def refuse(*args, **kwargs):
         raise AssertionError("the run started before the output was checked")
+
+    # Modules that bind `simulate` by name on import must be imported before the patch, or
+    # they keep the refusing stand-in for the rest of the test session.
+    importlib.import_module("simsched.studies.runners")
+    importlib.import_module("simsched.studies.sweep")
 
     monkeypatch.setattr("simsched.results.simulate.simulate", refuse)
     monkeypatch.setattr("simsched.workload.build.build_workload", refuse)
@@ -167,3 +173,35 @@ def test_an_output_onto_a_fifo_is_refused(monkeypatch, capsys, tmp_path, no_simu
         code, _, err = run(monkeypatch, capsys, *args)
         one_line(code, err, "pipe.csv", "not a regular file")
         assert stat.S_ISFIFO(os.stat("pipe.csv").st_mode)  # never replaced by a file
+
+
+TRACE_ROWS = "arrival_ms,prefill_tokens,decode_tokens\n0,100,10\n5,200,20\n"
+
+
+def _reads(trace: str) -> tuple[str, str]:
+    return ("--set", f"tenants.0.prefill_tokens={{dist: trace, path: {trace}}}")
+
+
+@pytest.mark.parametrize(
+    ("trace", "args"),
+    [
+        ("t.csv", ("workload", "x.yaml", *_reads("t.csv"), "--out", "t.csv")),
+        ("t.csv", ("sweep", "x.yaml", *_reads("t.csv"), "--grid", "seed=1,2", "--out", "t.csv")),
+        ("r.ci.csv", ("sweep", "x.yaml", *_reads("r.ci.csv"), "--seeds", "2", "--out", "r.csv")),
+        ("u.csv", ("sweep", "x.yaml", *_reads("t.csv"),
+                   "--grid", "tenants.0.prefill_tokens.path=t.csv,u.csv", "--out", "u.csv")),
+        ("out/requests.csv", ("scenario", "x.yaml", *FAST, *_reads("out/requests.csv"),
+                              "--out", "out")),
+    ],
+)  # fmt: skip
+def test_no_output_overwrites_a_trace_the_scenario_reads(
+    monkeypatch, capsys, tmp_path, no_simulation, trace: str, args: tuple[str, ...]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(STUDY, "x.yaml")
+    Path("out").mkdir()
+    for name in {"t.csv", trace}:
+        Path(name).write_text(TRACE_ROWS)
+    code, _, err = run(monkeypatch, capsys, *args)
+    one_line(code, err, "--out", "is the input", trace.split("/")[-1])
+    assert Path(trace).read_text() == TRACE_ROWS

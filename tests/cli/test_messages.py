@@ -74,6 +74,23 @@ def test_sweep_with_failed_points_exits_3(monkeypatch, capsys, tmp_path: Path) -
             ["validate", NOISY, "--set", "tenants.0.arrivals={kind: poisson, rate_per_sec: 5}"],
             ["tenants[0].arrivals.rate_per_sec: unknown key", "did you mean rate_per_s?"],
         ),
+        (  # a misspelt optional key misses nothing, and is still matched
+            ["validate", NOISY, "--set", "limits.max_request=5"],
+            ["limits.max_request: unknown key", "did you mean max_requests?"],
+        ),
+        (
+            [
+                "validate",
+                NOISY,
+                "--set",
+                "tenants.0.prefill_tokens={dist: uniform, low: 1, high: 3, maxx: 3}",
+            ],
+            ["tenants[0].prefill_tokens.maxx: unknown key", "did you mean max?"],
+        ),  # fmt: skip
+        (  # nothing close: no suggestion, not the first missing key
+            ["validate", NOISY, "--set", "tenants.0.arrivals={kind: poisson, zzz: 5}"],
+            ["tenants[0].arrivals.zzz: unknown key", "check the spelling"],
+        ),
         (
             ["validate", str(REPO / "scenarios" / "noisy_neighbor_batching.yaml")]
             + ["--set", "cluster.total_kv_blocks=5"],

@@ -51,6 +51,22 @@ def test_a_self_referencing_alias_is_refused() -> None:
     _refused("a: &m {b: *m}\n", "refers to itself")
 
 
+def test_an_alias_chain_is_refused_by_its_expanded_depth(tmp_path: Path) -> None:
+    # Each line nests one level deeper through an alias: the text is flat, the value is not.
+    lines = ["_i0: &v0 [1]"] + [f"_i{n}: &v{n} [*v{n - 1}]" for n in range(1, 1200)]
+    _refused("\n".join(lines) + "\n", "nested", "aliases")
+    path = tmp_path / "chain.yaml"
+    path.write_text(STUDY + "\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="nested"):
+        load_scenario(path)
+
+
+def test_a_shallow_alias_chain_still_loads() -> None:
+    lines = ["_i0: &v0 [1]"] + [f"_i{n}: &v{n} [*v{n - 1}]" for n in range(1, 20)]
+    raw = parse_yaml_mapping("\n".join(lines) + "\n", "x.yaml")
+    assert raw["_i2"] == [[[1]]]
+
+
 def test_aliases_that_stay_small_still_work() -> None:
     raw = parse_yaml_mapping("d: &d {x: 1}\ne: *d\nf: {<<: *d, y: 2}\n", "x.yaml")
     assert raw == {"d": {"x": 1}, "e": {"x": 1}, "f": {"x": 1, "y": 2}}
@@ -90,6 +106,15 @@ def test_a_nul_in_a_tenant_id_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "x.yaml"
     path.write_text(STUDY.replace("id: tenant_chat_pro", 'id: "tenant\\0chat"', 1))
     with pytest.raises(InputError, match=r"tenants\[0\]\.id"):
+        load_scenario(path)
+
+
+@pytest.mark.parametrize("char", ["\\x85", "\\x9b", "\\x7f"])
+def test_c1_control_characters_in_a_tenant_id_are_rejected(tmp_path: Path, char: str) -> None:
+    # U+0085 (next line) and U+009B (a terminal escape) are control characters too
+    path = tmp_path / "x.yaml"
+    path.write_text(STUDY.replace("id: tenant_chat_pro", f'id: "tenant{char}chat"', 1))
+    with pytest.raises(InputError, match=r"tenants\[0\]\.id.*control"):
         load_scenario(path)
 
 

@@ -56,9 +56,38 @@ def test_numbers_written_naturally_are_accepted(assignment: str, value: float) -
     assert load_scenario(STUDY, [assignment]).tenants[0].weight == value
 
 
-def test_exponents_read_as_floats_in_files() -> None:
+def test_exponents_read_as_numbers_in_files() -> None:
     raw = parse_yaml_mapping("a: 1e6\nb: -2.5E-3\nc: 1e+20\nd: 1.0\ne: '1e6'\nf: 12\n", "x")
     assert raw == {"a": 1e6, "b": -2.5e-3, "c": 1e20, "d": 1.0, "e": "1e6", "f": 12}
+    # without a dot or a negative exponent, the exact whole number; with one, a float
+    assert type(raw["a"]) is int and raw["c"] == 10**20 and type(raw["b"]) is float
+    raw = parse_yaml_mapping("a: 1.5e3\nb: 12345678901234567e3\nc: 1e500\n", "x")
+    assert raw == {"a": 1500.0, "b": 12345678901234567000, "c": float("inf")}
+
+
+@pytest.mark.parametrize(
+    ("assignment", "field", "value"),
+    [
+        ("limits.max_requests=5e7", ("limits", "max_requests"), 50_000_000),
+        ("tenants.0.arrivals.count=2e1", ("tenants", 0, "arrivals", "count"), 20),
+        ("tenants.0.weight=1e1", ("tenants", 0, "weight"), 10.0),
+    ],
+)
+def test_whole_numbers_in_exponent_form_fit_integer_settings(assignment, field, value) -> None:
+    node = load_scenario(STUDY, [assignment])
+    for part in field:
+        node = node[part] if isinstance(part, int) else getattr(node, part)
+    assert node == value and type(node) is type(value)
+
+
+def test_a_whole_float_for_an_integer_says_how_to_write_it() -> None:
+    from simsched.config.loading import scenario_from_mapping
+
+    raw = parse_yaml_mapping(STUDY.read_text(), str(STUDY))
+    raw["limits"] = {"max_requests": 1000.0}  # as JSON or a Python caller gives it
+    with pytest.raises(InputError, match="write it as an integer") as info:
+        scenario_from_mapping(raw, [], "x")
+    assert "fractional" not in str(info.value)
 
 
 @pytest.mark.parametrize(

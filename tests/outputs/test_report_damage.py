@@ -90,13 +90,58 @@ def test_a_tenant_listed_twice(results: Path, tmp_path: Path) -> None:
         report(folder, tmp_path / "report")
 
 
-def test_a_sweep_with_text_metrics_and_mathtext_tenants(tmp_path: Path) -> None:
+def _sweep_rows(shed=lambda point, tenant: 1) -> list[dict]:
     rows = []
     for point, seed in ((0, 1), (1, 2)):
         for tenant in (MATH, "b"):
             rows.append({"point": point, "seed": seed, "variant": "v", "tenant": tenant,
-                         "p99_ttft_ms": 10.0 + point, "shed": "many", "error": None})  # fmt: skip
+                         "p99_ttft_ms": 10.0 + point, "shed": shed(point, tenant),
+                         "error": None})  # fmt: skip
+    return rows
+
+
+def test_a_sweep_with_mathtext_tenants(tmp_path: Path) -> None:
     table = tmp_path / "sweep.csv"
-    pd.DataFrame(rows).to_csv(table, index=False)
+    pd.DataFrame(_sweep_rows()).to_csv(table, index=False)
     index = report(table, tmp_path / "report") / "index.html"
     assert json.dumps(index.read_text()) and index.is_file()
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_text_in_a_sweep_metric_is_refused_by_line(tmp_path: Path, suffix: str) -> None:
+    # One text cell among numbers used to end in a pyarrow ArrowInvalid traceback.
+    rows = _sweep_rows(lambda point, tenant: "many" if (point, tenant) == (1, "b") else 3)
+    table = tmp_path / f"sweep{suffix}"
+    frame = pd.DataFrame(rows)
+    frame.to_csv(table, index=False) if suffix == ".csv" else frame.astype(
+        {"shed": str}).to_parquet(table)  # fmt: skip
+    where = "line 5" if suffix == ".csv" else "row 4"
+    with pytest.raises(InputError, match=f"{where}: shed 'many' is not a number"):
+        report(table, tmp_path / "report")
+    assert not (tmp_path / "report").exists()
+
+
+def test_a_repeated_sweep_column_is_refused(tmp_path: Path) -> None:
+    table = tmp_path / "sweep.csv"
+    text = pd.DataFrame(_sweep_rows()).to_csv(index=False)
+    header, rest = text.split("\n", 1)
+    table.write_text(header.replace("p99_ttft_ms", "shed") + "\n" + rest)
+    with pytest.raises(InputError, match="header: column 'shed' is named twice"):
+        report(table, tmp_path / "report")
+
+
+def test_a_repeated_results_column_is_refused(results: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "damaged"
+    shutil.copytree(results, folder)
+    path = folder / "tenants.csv"
+    header, rest = path.read_text().split("\n", 1)
+    names = header.split(",")
+    path.write_text(",".join([*names[:-1], names[1]]) + "\n" + rest)
+    with pytest.raises(InputError, match="named twice"):
+        report(folder, tmp_path / "report")
+
+
+def test_a_deeply_nested_summary_is_refused(results: Path, tmp_path: Path) -> None:
+    folder = _damaged(results, tmp_path, "summary.json", "[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputError, match="summary.json: cannot read"):
+        report(folder, tmp_path / "report")

@@ -9,12 +9,14 @@ candidate value.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
+from simsched.cli.app import main
 from simsched.cli.studies import register
 from simsched.config.loading import load_scenario
 from simsched.errors import InputError
@@ -114,6 +116,30 @@ def test_knob_values() -> None:
 def test_bad_plans_are_input_errors(knob, range_, slo, step, expected: str) -> None:
     with pytest.raises(InputError, match=expected):
         plan(SCENARIO, knob, range_, [slo], step=step)
+
+
+@pytest.mark.parametrize(
+    ("knob", "range_", "words"),
+    [
+        ("limits.max_requests", "1:2", ["limits.max_requests=", "more than limits.max_requests"]),
+        ("cluster.service_tokens_per_ms", "1e-12:45", ["=1e-12", "simulated clock"]),
+    ],
+)
+def test_a_probe_the_scenario_cannot_run_is_a_one_line_input_error(
+    knob, range_, words, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Values that load but fail while running (a request budget, the clock bound): exit 2
+    # naming the probe's value, not a RuntimeError traceback.
+    args = ["plan", str(SCENARIO), "--vary", knob, "--range", range_, "--slo", "all.shed<=100"]
+    monkeypatch.setattr(sys, "argv", ["simsched", *args])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert f"the probe at --vary {knob}" in err, err
+    for word in words:
+        assert word in err, err
 
 
 def test_cli_plan_table_and_json() -> None:

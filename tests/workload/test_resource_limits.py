@@ -110,3 +110,59 @@ def test_a_budget_that_is_not_a_number_is_refused() -> None:
     with pytest.raises(InputError, match="limits.max_requests"):
         scenario = load_scenario(STUDY, [POISSON % ("1e12", "1e12")])
         build_workload(scenario)
+
+
+SESSIONS = REPO / "scenarios" / "chat_sessions.yaml"
+
+
+@pytest.mark.parametrize(
+    "turns",
+    [
+        "{dist: lognormal, median: 1000000000, sigma: 0.1}",
+        "{dist: lognormal, median: 10, sigma: 40}",  # a mean far above the median
+        "{dist: empirical, values: [1, 1000000000], weights: [1, 1]}",
+        "{dist: normal, mean: 1000000000, std: 1}",
+        "{dist: exponential, mean: 1000000000}",
+        "{dist: uniform, low: 1, high: 2000000000}",
+        "{dist: lognormal, median: 1000000000, sigma: 0.1, min: 5, max: 1000000000}",
+    ],
+)
+def test_sessions_with_huge_turn_counts_are_refused(turns: str) -> None:
+    _refused_fast(
+        [f"tenants.0.arrivals.turns={turns}"], "tenants[0].arrivals", "limits.max_requests",
+        path=SESSIONS,
+    )  # fmt: skip
+
+
+def test_a_max_clips_the_turn_estimate() -> None:
+    # The same huge median, clipped to 12 turns, fits the default budget.
+    scenario = load_scenario(
+        SESSIONS, ["tenants.0.arrivals.turns={dist: lognormal, median: 1e9, sigma: 0.1, max: 12}"]
+    )
+    from simsched.workload.limits import check_request_budget
+
+    check_request_budget(scenario)
+
+
+def test_the_automatic_timeline_interval_fits_the_row_limit() -> None:
+    # 8 replicas x about 2000 samples would pass a limit of 4000 rows: the automatic interval
+    # widens to fit it instead of refusing the run (the default case: 2500+ replicas).
+    scenario = load_scenario(
+        BATCHING,
+        ["cluster.replicas=8", "limits.max_timeline_rows=4000", POISSON % ("10", "10"),
+         "timeline.enabled=true"],
+    )  # fmt: skip
+    result = simulate(scenario, [scenario.variants[0].name])
+    timeline = result.timeline
+    requests = result.requests
+    first, last = requests["arrival_ms"].min(), requests["arrival_ms"].max()
+    over_arrivals = timeline[(timeline["time_ms"] >= first) & (timeline["time_ms"] <= last)]
+    assert 2000 <= len(over_arrivals) <= 4000 + 8, len(over_arrivals)
+
+
+def test_an_explicit_interval_too_fine_for_the_replicas_is_refused() -> None:
+    _refused_fast(
+        ["cluster.replicas=8", "limits.max_timeline_rows=4000", POISSON % ("10", "10"),
+         "timeline.interval_ms=1"],
+        "timeline.interval_ms", "limits.max_timeline_rows", path=BATCHING,
+    )  # fmt: skip

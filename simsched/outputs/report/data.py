@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ import pandas as pd
 from simsched.config.loading import resolve_variants
 from simsched.errors import InputError
 from simsched.outputs.files import REQUESTS_FILE, SUMMARY_FILE, TENANTS_FILE, TIMELINE_FILE
+from simsched.outputs.sweep_table import first_csv_row
 from simsched.results.frames import SimulationResult
 from simsched.results.tenants import ALL
 
@@ -76,9 +78,14 @@ def _read_csv(path: Path, required: bool) -> pd.DataFrame | None:
             raise InputError(str(path.parent), "", message)
         return None
     try:
+        header = first_csv_row(path)
         frame = pd.read_csv(path)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, csv.Error) as exc:
         raise InputError(str(path), "", f"cannot read: {exc}") from None
+    names = [name.strip() for name in header]  # pandas would rename a repeated one
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InputError(str(path), "header", f"column {repeated[0]!r} is named twice")
     missing = [c for c in EXPECTED_COLUMNS.get(path.name, ()) if c not in frame.columns]
     if missing:
         raise InputError(str(path), "header", f"missing column(s): {', '.join(missing)}")
@@ -138,6 +145,8 @@ def _read_summary(path: Path) -> dict[str, Any]:
         summary = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     except (ValueError, OSError) as exc:
         raise InputError(str(path), "", f"cannot read: {exc}") from None
+    except RecursionError:  # JSON nested thousands deep: no summary simsched wrote
+        raise InputError(str(path), "", "cannot read: nested too deeply") from None
     if not isinstance(summary, dict):
         raise InputError(str(path), "", "is not a JSON object (a summary written by simsched)")
     return summary

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -41,6 +42,26 @@ def numbers(
     return values.astype(np.int64) if integer else values
 
 
+def universal_newlines(text: str) -> str:
+    """`\r\n` and a lone `\r` as `\n`, as a text editor breaks lines (and Python's text mode
+    reads them): an old Mac export or a stray carriage return is a line break, not a character
+    the CSV readers choke on, and line numbers in messages match the editor's."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def csv_rows(text: str, label: str) -> Iterator[tuple[int, list[str]]]:
+    """(line, fields) of each CSV record; a malformed one is an InputError naming its line."""
+    reader = csv.reader(io.StringIO(universal_newlines(text)))
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise fail(label, reader.line_num, f"not a readable CSV row: {exc}") from None
+        yield reader.line_num, row
+
+
 def check_shape(text: str, label: str) -> None:
     """Every row has as many fields as the header, and no column is named twice.
 
@@ -48,15 +69,15 @@ def check_shape(text: str, label: str) -> None:
     all empty), read a long row's surplus under no column, and rename a repeated column; each
     hides a damaged file. Blank lines are allowed.
     """
-    reader = csv.reader(io.StringIO(text))
-    header = [name.strip() for name in next(reader, [])]
+    rows = csv_rows(text, label)
+    header = [name.strip() for name in next(rows, (1, []))[1]]
     seen: set[str] = set()
     for name in header:
         if name in seen:
             raise InputError(label, "header", f"column {name!r} is named twice")
         seen.add(name)
     width = len(header)
-    for row in reader:
+    for line, row in rows:
         if len(row) != width and any(cell.strip() for cell in row):
             fields = f"{len(row)} field{'s' if len(row) != 1 else ''}"
-            raise fail(label, reader.line_num, f"{fields}, but the header names {width}")
+            raise fail(label, line, f"{fields}, but the header names {width}")

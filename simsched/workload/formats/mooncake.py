@@ -42,18 +42,23 @@ def _row(line: str, number: int, label: str) -> tuple:
         raise fail(label, number, "JSON nested too deeply") from None
     except _RepeatedKey as exc:
         raise fail(label, number, f"key {exc.args[0]!r} is given twice") from None
+    except ValueError as exc:  # an integer of thousands of digits, beyond Python's limit
+        raise fail(label, number, f"not a readable JSON value: {exc}") from None
     if not isinstance(record, dict):
         raise fail(label, number, "is not a JSON object")
     missing = [key for key in MOONCAKE_KEYS if key not in record]
     if missing:
         raise fail(label, number, f"missing key(s): {', '.join(missing)}")
     # numbers pass through; anything else becomes text so `numbers` reports it with its line
-    return tuple(_plain(record[key]) for key in MOONCAKE_KEYS)
+    return tuple(_plain(record[key], key, number, label) for key in MOONCAKE_KEYS)
 
 
-def _plain(value) -> float | str:
+def _plain(value, key: str, number: int, label: str) -> float | str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond any float (hundreds of digits)
+            raise fail(label, number, f"{key} is far too large to be a number") from None
     return "" if value is None else str(value)
 
 

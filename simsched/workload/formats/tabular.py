@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from simsched.errors import InputError
-from simsched.workload.formats.checks import check_shape, fail, numbers
+from simsched.workload.formats.checks import check_shape, fail, numbers, universal_newlines
 
 AZURE_TIME_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")  # a whole second may omit .f
 FILTERS = {"model": "Model", "log_type": "Log Type"}  # burstgpt only
@@ -59,6 +59,7 @@ LAYOUTS = {
 
 
 def _read_csv(text: str, wanted: list[str], label: str) -> pd.DataFrame:
+    text = universal_newlines(text)
     check_shape(text, label)
     try:
         frame = pd.read_csv(
