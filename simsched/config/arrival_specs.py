@@ -166,7 +166,7 @@ OPEN_KINDS: dict[str, type[Spec]] = {
 }
 
 
-def _tagger(kinds: dict[str, type[Spec]]):
+def kind_tagger(kinds: dict[str, type[Spec]]):
     def tag(value: Any) -> str:
         name = member_name(value, "kind")
         return f"kind={name}" if known(name, kinds) else "kind=?"
@@ -174,7 +174,7 @@ def _tagger(kinds: dict[str, type[Spec]]):
     return tag
 
 
-_OPEN = (
+OPEN_UNION = (
     Annotated[PeriodicArrivals, Tag("kind=periodic")]
     | Annotated[PoissonArrivals, Tag("kind=poisson")]
     | Annotated[GammaArrivals, Tag("kind=gamma")]
@@ -183,24 +183,7 @@ _OPEN = (
     | Annotated[RateScheduleArrivals, Tag("kind=rate_schedule")]
 )
 OpenArrivalSpec = Annotated[
-    _OPEN
+    OPEN_UNION
     | Annotated[Any, BeforeValidator(rejecter("kind", OPEN_KINDS, "a mapping")), Tag("kind=?")],
-    Discriminator(_tagger(OPEN_KINDS)),
-]
-
-# Kinds whose instants depend on the simulation (session_specs.py nests an open kind in one).
-from simsched.config.session_specs import ClosedLoopArrivals, SessionArrivals  # noqa: E402
-
-REACTIVE_KINDS = ("sessions", "closed_loop")
-ARRIVAL_KINDS: dict[str, type[Spec]] = OPEN_KINDS | {
-    "sessions": SessionArrivals,
-    "closed_loop": ClosedLoopArrivals,
-}
-
-ArrivalSpec = Annotated[
-    _OPEN
-    | Annotated[SessionArrivals, Tag("kind=sessions")]
-    | Annotated[ClosedLoopArrivals, Tag("kind=closed_loop")]
-    | Annotated[Any, BeforeValidator(rejecter("kind", ARRIVAL_KINDS, "a mapping")), Tag("kind=?")],
-    Discriminator(_tagger(ARRIVAL_KINDS)),
+    Discriminator(kind_tagger(OPEN_KINDS)),
 ]

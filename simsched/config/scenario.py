@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from simsched.config.arrival_specs import ArrivalSpec
+from simsched.config.arrival_kinds import ArrivalSpec
 from simsched.config.cluster import ClusterConfig, TokenServerConfig
 from simsched.config.length_specs import LengthSpec
 from simsched.config.limits import Limits

@@ -14,9 +14,7 @@ the scenario's own `trace`.
 
 from __future__ import annotations
 
-from simsched.config.arrival_specs import (
-    ARRIVAL_KINDS,
-)
+from simsched.config.arrival_kinds import ARRIVAL_KINDS
 from simsched.config.length_specs import (
     FIXED_TAG,
     LENGTH_DISTS,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simsched.config.arrival_specs import REACTIVE_KINDS
+from simsched.config.arrival_kinds import REACTIVE_KINDS
 from simsched.config.classes import CLASS_INDEX
 from simsched.workload.arrivals import arrival_times
 from simsched.workload.lengths import DECODE, draw_lengths, draw_token_lengths

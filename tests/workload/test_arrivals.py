@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
-from simsched.config.arrival_specs import ArrivalSpec
+from simsched.config.arrival_kinds import ArrivalSpec
 from simsched.config.loading import validate
 from simsched.errors import InputError
 from simsched.workload.arrivals import arrival_times
