@@ -32,6 +32,8 @@ def calibrate_command(
 
     if out is not None and out.is_dir():
         raise InputError(str(out), "--out", "is a folder; give a file name")
+    if out is not None and not out.parent.is_dir():  # now, not after the whole fit
+        raise InputError(str(out), "--out", f"no such folder: {out.parent}")
     result = calibrate(file, jobs=jobs, fit=not no_fit, progress=_progress)
     typer.echo(render(result))
     if out is not None:

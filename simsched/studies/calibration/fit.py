@@ -22,7 +22,7 @@ from scipy.optimize import least_squares
 from simsched.config.loading import load_scenario
 from simsched.results.simulate import simulate
 from simsched.studies.calibration.metrics import metric
-from simsched.studies.calibration.spec import CalibrationFile, applies, load_calibration
+from simsched.studies.calibration.spec import CalibrationFile, case_overrides, load_calibration
 
 DIFF_STEP = 0.02
 TOLERANCE = 1e-3  # stop when a step improves the cost or moves the settings by less than 0.1%
@@ -61,15 +61,9 @@ class Evaluator:
     def jobs(self, values: tuple[float, ...] | None) -> list[tuple[str, tuple[str, ...], str]]:
         out = []
         for case in self.spec.cases:
-            sets = []
-            if values is not None:
-                sets = [
-                    f"{s.path}={v!r}"
-                    for s, v in zip(self.spec.settings, values, strict=True)
-                    if applies(s, case.name)
-                ]
-            sets += case.set  # a case's own settings win (e.g. an engine without a server)
-            out.append((str(self.base / case.scenario), tuple(sets), case.metric))
+            path = self.base / case.scenario
+            sets = case_overrides(self.spec, case, path, None if values is None else list(values))
+            out.append((str(path), tuple(sets), case.metric))
         return out
 
     def __call__(self, values: tuple[float, ...] | None) -> list[float]:
