@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from simsched.cli.app import main
-from simsched.studies.calibration.fit import calibrate, run_case
+from simsched.studies.calibration.fit import calibrate, finite_jacobian, run_case
 
 SCENARIO = """name: burst
 seed: 1
@@ -217,3 +218,17 @@ def test_out_into_a_missing_folder_fails_before_the_run(
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and err.count("\n") == 1
     assert err.startswith(f"{out}: --out") and "evaluation" not in err
+
+
+def test_jacobian_steps_a_fixed_share_of_the_range_backward_at_the_top() -> None:
+    seen: list[tuple[float, ...]] = []
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        seen.append(tuple(x))
+        return np.array([3.0 * x[0] + x[1] ** 2, x[0] - 2.0 * x[1]])
+
+    jac = finite_jacobian(residuals, np.array([0.1, 0.99]))
+    assert seen[1] == pytest.approx((0.12, 0.99))  # forward, 2% of the range (not of x)
+    assert seen[2] == pytest.approx((0.1, 0.97))  # backward: 0.99 + 0.02 leaves [0, 1]
+    assert jac[:, 0] == pytest.approx([3.0, 1.0])
+    assert jac[:, 1] == pytest.approx([0.99 + 0.97, -2.0])
