@@ -80,6 +80,10 @@ def test_command_prints_the_table_and_writes_the_fragment(
     assert exit_info.value.code in (0, None)
     assert "lone_decode" in out and "median absolute error" in out
     assert f"{LM}overhead_ms=2.5" in out  # the middle of the bounds, unfitted
+    # the columns say what they are: the scenario as written, then the unfitted start values
+    assert "as written" in out.splitlines()[0] and "start err" in out.splitlines()[0]
+    assert "fitted settings (--set)" not in out and "start settings (--set):" in out
+    assert "start values: median absolute error" in out
     fragment = yaml.safe_load((tmp_path / "fit.yaml").read_text(encoding="utf-8"))
     assert fragment["cluster"]["latency_model"]["overhead_ms"] == 2.5
 

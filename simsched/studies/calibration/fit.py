@@ -39,6 +39,7 @@ class Calibration:
     before: list[float]
     after: list[float]
     fitted: list[float]  # one per setting, in file order
+    fit: bool = True  # False: `fitted` and `after` are the settings' start values, unfitted
 
 
 def run_case(job: tuple[str, tuple[str, ...], str]) -> float:
@@ -127,7 +128,7 @@ def calibrate(
         after = evaluate(tuple(fitted))
     finally:
         evaluate.close()
-    return Calibration(spec, measured, before, after, fitted)
+    return Calibration(spec, measured, before, after, fitted, fit)
 
 
 def finite_jacobian(residuals: Callable, x: np.ndarray, step: float = DIFF_STEP) -> np.ndarray:
