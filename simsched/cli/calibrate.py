@@ -23,7 +23,7 @@ def calibrate_command(
         typer.Option(metavar="FILE", help="Write the fitted settings as a YAML fragment."),
     ] = None,
     no_fit: Annotated[
-        bool, typer.Option("--no-fit", help="Only compare the settings' start values.")
+        bool, typer.Option("--no-fit", help="Only compare, the settings at their start values.")
     ] = False,
 ) -> None:
     """Fit numeric settings to measured figures by simulating each case (docs/calibration.md)."""
@@ -32,11 +32,13 @@ def calibrate_command(
 
     if out is not None and out.is_dir():
         raise InputError(str(out), "--out", "is a folder; give a file name")
+    if out is not None and not out.parent.is_dir():  # now, not after the whole fit
+        raise InputError(str(out), "--out", f"no such folder: {out.parent}")
     result = calibrate(file, jobs=jobs, fit=not no_fit, progress=_progress)
     typer.echo(render(result))
     if out is not None:
         write_text_atomic(out, fragment(result, file))
-        typer.echo(f"fitted settings written to {out}")
+        typer.echo(f"{'start' if no_fit else 'fitted'} settings written to {out}")
 
 
 def _progress(count: int, values: tuple | None, simulated: list[float]) -> None:
@@ -49,9 +51,12 @@ def render(result: Calibration) -> str:
 
     spec = result.spec
     width = max(len(case.name) for case in spec.cases)
+    # "as written": the scenario's own settings (with the case's set); then the settings fitted,
+    # or under --no-fit at their start values; the error is that column's
+    after = "fitted" if result.fit else "start"
     lines = [
-        f"{'case':<{width}}  {'metric':<13} {'measured':>11} {'before':>11} "
-        f"{'after':>11} {'error':>8}"
+        f"{'case':<{width}}  {'metric':<13} {'measured':>11} {'as written':>11} "
+        f"{after:>11} {after + ' err':>10}"
     ]
     after_errors, before_errors = [], []
     for case, meas, bef, aft in zip(
@@ -61,17 +66,18 @@ def render(result: Calibration) -> str:
         after_errors.append(error(aft, meas))
         lines.append(
             f"{case.name:<{width}}  {case.metric:<13} {meas:>11.4g} {bef:>11.4g} {aft:>11.4g} "
-            f"{after_errors[-1]:>+8.1%}"
+            f"{after_errors[-1]:>+10.1%}"
         )
     lines.append("")
-    lines.append("fitted settings (--set):")
+    lines.append(f"{'fitted' if result.fit else 'start'} settings (--set):")
     for setting, value in zip(spec.settings, result.fitted, strict=True):
         notes = [setting.name] if setting.name else []
         if setting.cases:
             notes.append(f"{len(setting.cases)} cases from {setting.cases[0]}")
         only = f"   # {'; '.join(notes)}" if notes else ""
         lines.append(f"  {setting.path}={value:.4g}{only}")
-    for label, errors in (("before", before_errors), ("after", after_errors)):
+    labels = ("as written", "fitted" if result.fit else "start values")
+    for label, errors in zip(labels, (before_errors, after_errors), strict=True):
         median, worst = summary(errors)
         lines.append(f"{label}: median absolute error {median:.1%}, worst {worst:.1%}")
     return "\n".join(lines)

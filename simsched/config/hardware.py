@@ -79,9 +79,9 @@ class RooflineLatencyConfig(Spec):
     efficiency: Share | None = None
     compute_efficiency: Share | None = None
     memory_efficiency: Share | None = None
-    overhead_ms: MeasureOrZero = 1.08  # CPU per iteration: schedule, prepare, sample
-    per_seq_ms: MeasureOrZero = 0.0748  # CPU per running sequence per iteration
-    allreduce_us: MeasureOrZero = 30.3  # latency of one tensor-parallel all-reduce
+    overhead_ms: MeasureOrZero = 0.938  # CPU per iteration: schedule, prepare, sample
+    per_seq_ms: MeasureOrZero = 0.0968  # CPU per running sequence per iteration
+    allreduce_us: MeasureOrZero = 30.2  # latency of one tensor-parallel all-reduce
     frontend_before_ms: MeasureOrZero = 30.0  # per request before its first token
     frontend_after_ms: MeasureOrZero = 5.0  # per request after its last token
 

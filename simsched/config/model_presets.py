@@ -3,7 +3,7 @@
 A preset is its published shape; the parameter count is computed from the shape (`shape_params`)
 so that the FLOPs, the weights and the KV cache all follow from one set of numbers. The two
 Llama 3 presets keep the exact counts that their configs' `num_parameters` state, which the
-formula reproduces (tests/test_latency.py).
+formula reproduces (tests/sim/cluster/test_latency.py).
 
 Precisions: `weight_dtype` and `kv_dtype` (bf16, fp16, fp8, int8, int4, fp4). Unset, both take
 `dtype_bytes` (2, BF16), so a mapping written for the older single-precision field still means

@@ -25,11 +25,11 @@ GIB = 1024**3
 # Fitted to calibration/published.yaml by `make calibrate` (calibration/fitted.yaml; the fit
 # and its errors are in docs/continuous_batching.md, "Fidelity"). The H200 and H100 PCIe share
 # the H100's silicon and kernels, the A100 40GB the A100 80GB's.
-A100_BF16 = 0.6
-A100_MEMORY = 0.703
-H100_BF16 = 0.359
+A100_BF16 = 0.586
+A100_MEMORY = 0.699
+H100_BF16 = 0.351
 H100_FP8 = 0.476
-H100_MEMORY = 0.786
+H100_MEMORY = 0.785
 H200_MEMORY = 0.743
 B200_FP4 = 0.4
 B200_MEMORY = 0.487

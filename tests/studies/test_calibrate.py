@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from simsched.cli.app import main
-from simsched.studies.calibration.fit import calibrate, run_case
+from simsched.studies.calibration.fit import calibrate, finite_jacobian, run_case
 
 SCENARIO = """name: burst
 seed: 1
@@ -79,6 +80,10 @@ def test_command_prints_the_table_and_writes_the_fragment(
     assert exit_info.value.code in (0, None)
     assert "lone_decode" in out and "median absolute error" in out
     assert f"{LM}overhead_ms=2.5" in out  # the middle of the bounds, unfitted
+    # the columns say what they are: the scenario as written, then the unfitted start values
+    assert "as written" in out.splitlines()[0] and "start err" in out.splitlines()[0]
+    assert "fitted settings (--set)" not in out and "start settings (--set):" in out
+    assert "start values: median absolute error" in out
     fragment = yaml.safe_load((tmp_path / "fit.yaml").read_text(encoding="utf-8"))
     assert fragment["cluster"]["latency_model"]["overhead_ms"] == 2.5
 
@@ -147,3 +152,87 @@ def test_bad_calibration_files_exit_2_with_one_line(
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith(starts)
     assert not (tmp_path / "fit.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "starts"),
+    [
+        ("bad_path", "cal.yaml: settings[0].path"),
+        ("low_invalid", "cal.yaml: settings[2].low"),
+        ("high_invalid", "cal.yaml: settings[1].high"),
+    ],
+)
+def test_bad_settings_are_named_before_any_run(
+    change: str,
+    starts: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if change == "bad_path":
+        spec["settings"][0]["path"] = LM + "nope"
+    elif change == "low_invalid":
+        spec["settings"][2]["low"] = -1.0  # overhead_ms cannot be negative
+        spec["settings"][2]["start"] = 1.0
+    else:
+        spec["settings"][1]["high"] = 1.5  # memory_efficiency is a share
+        spec["settings"][1]["start"] = 0.5
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["simsched", "calibrate", "cal.yaml"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1
+    assert err.startswith(starts), err
+    assert "evaluation" not in err  # nothing simulated
+
+
+@pytest.mark.parametrize("form", ["  latency_model: roofline\n", ""])
+def test_fits_under_a_short_form_or_omitted_latency_model(form: str, tmp_path: Path) -> None:
+    path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
+    lines = SCENARIO.splitlines(keepends=True)
+    text = "".join(form if "latency_model" in line else line for line in lines)
+    (tmp_path / "burst.yaml").write_text(text, encoding="utf-8")
+    result = calibrate(path, fit=False)
+    # the settings apply as under `{kind: roofline}`: same figures as setting it explicitly
+    explicit = [
+        f"{LM}{k}={v}"
+        for k, v in zip(
+            ("compute_efficiency", "memory_efficiency", "overhead_ms"), result.fitted, strict=True
+        )
+    ]
+    name, sets, metric = CASES[1]
+    assert result.after[1] == run_case(
+        (str(tmp_path / "burst.yaml"), ("cluster.latency_model={kind: roofline}",
+                                        *explicit, *sets), metric))  # fmt: skip
+    assert result.after[1] != result.before[1]  # the settings did change the case
+
+
+def test_out_into_a_missing_folder_fails_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
+    out = tmp_path / "nowhere" / "fit.yaml"
+    monkeypatch.setattr("sys.argv", ["simsched", "calibrate", str(path), "--out", str(out)])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1
+    assert err.startswith(f"{out}: --out") and "evaluation" not in err
+
+
+def test_jacobian_steps_a_fixed_share_of_the_range_backward_at_the_top() -> None:
+    seen: list[tuple[float, ...]] = []
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        seen.append(tuple(x))
+        return np.array([3.0 * x[0] + x[1] ** 2, x[0] - 2.0 * x[1]])
+
+    jac = finite_jacobian(residuals, np.array([0.1, 0.99]))
+    assert seen[1] == pytest.approx((0.12, 0.99))  # forward, 2% of the range (not of x)
+    assert seen[2] == pytest.approx((0.1, 0.97))  # backward: 0.99 + 0.02 leaves [0, 1]
+    assert jac[:, 0] == pytest.approx([3.0, 1.0])
+    assert jac[:, 1] == pytest.approx([0.99 + 0.97, -2.0])

@@ -4,8 +4,11 @@ The residual of a case is log(simulated / measured), so that 10% too high and 10
 weigh alike whatever the metric's unit. scipy's `least_squares` (trust-region reflective,
 bounded) minimises them with the `soft_l1` loss, which stops one bad case from pulling the
 rest; the settings are scaled to [0, 1] within their bounds, and the Jacobian is taken by
-forward differences of 2% of the range (simulated metrics move in small steps, so a finer
-difference would see noise). All of it is deterministic: the same file gives the same fit.
+finite differences of a fixed 2% of each setting's range (forward, or backward where that
+would leave the upper bound): simulated metrics move in small steps, so a finer difference
+would see noise. We compute that Jacobian ourselves rather than through scipy's `diff_step`,
+which is relative to the current value and varies between scipy versions. All of it is
+deterministic: the same file gives the same fit.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from scipy.optimize import least_squares
 from simsched.config.loading import load_scenario
 from simsched.results.simulate import simulate
 from simsched.studies.calibration.metrics import metric
-from simsched.studies.calibration.spec import CalibrationFile, applies, load_calibration
+from simsched.studies.calibration.spec import CalibrationFile, case_overrides, load_calibration
 
-DIFF_STEP = 0.02
+DIFF_STEP = 0.02  # of each setting's range (the scaled unit)
 TOLERANCE = 1e-3  # stop when a step improves the cost or moves the settings by less than 0.1%
 MISSING = 10.0  # the residual of a case with no served request: far off, but finite
 
@@ -36,6 +39,7 @@ class Calibration:
     before: list[float]
     after: list[float]
     fitted: list[float]  # one per setting, in file order
+    fit: bool = True  # False: `fitted` and `after` are the settings' start values, unfitted
 
 
 def run_case(job: tuple[str, tuple[str, ...], str]) -> float:
@@ -61,15 +65,9 @@ class Evaluator:
     def jobs(self, values: tuple[float, ...] | None) -> list[tuple[str, tuple[str, ...], str]]:
         out = []
         for case in self.spec.cases:
-            sets = []
-            if values is not None:
-                sets = [
-                    f"{s.path}={v!r}"
-                    for s, v in zip(self.spec.settings, values, strict=True)
-                    if applies(s, case.name)
-                ]
-            sets += case.set  # a case's own settings win (e.g. an engine without a server)
-            out.append((str(self.base / case.scenario), tuple(sets), case.metric))
+            path = self.base / case.scenario
+            sets = case_overrides(self.spec, case, path, None if values is None else list(values))
+            out.append((str(path), tuple(sets), case.metric))
         return out
 
     def __call__(self, values: tuple[float, ...] | None) -> list[float]:
@@ -107,6 +105,9 @@ def calibrate(
             ok = np.isfinite(sim) & (sim > 0)
             return np.where(ok, np.log(np.where(ok, sim, 1.0)) - target, MISSING)
 
+        def jacobian(x: np.ndarray) -> np.ndarray:
+            return finite_jacobian(residuals, x)
+
         x0 = np.clip((np.array([s.initial for s in spec.settings]) - low) / span, 0.0, 1.0)
         if fit:
             found = least_squares(
@@ -115,7 +116,7 @@ def calibrate(
                 bounds=(0.0, 1.0),
                 loss="soft_l1",
                 f_scale=0.1,
-                diff_step=DIFF_STEP,
+                jac=jacobian,
                 max_nfev=spec.max_evaluations,
                 method="trf",
                 ftol=TOLERANCE,
@@ -127,7 +128,19 @@ def calibrate(
         after = evaluate(tuple(fitted))
     finally:
         evaluate.close()
-    return Calibration(spec, measured, before, after, fitted)
+    return Calibration(spec, measured, before, after, fitted, fit)
+
+
+def finite_jacobian(residuals: Callable, x: np.ndarray, step: float = DIFF_STEP) -> np.ndarray:
+    """d residuals / d x by differences of `step` in scaled units, backward near the top."""
+    base = residuals(x)
+    columns = []
+    for i in range(len(x)):
+        h = step if x[i] + step <= 1.0 else -step  # stay within the bounds [0, 1]
+        moved = x.copy()
+        moved[i] += h
+        columns.append((residuals(moved) - base) / h)
+    return np.column_stack(columns)
 
 
 def error(simulated: float, measured: float) -> float:

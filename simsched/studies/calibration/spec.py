@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -18,6 +18,7 @@ from simsched.config.validation_errors import input_error
 from simsched.config.yaml_io import parse_yaml_mapping, read_text
 from simsched.errors import InputError
 from simsched.studies.calibration.metrics import METRICS, VLLM_KEYS
+from simsched.studies.calibration.paths import long_forms
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 
@@ -100,14 +101,64 @@ def load_calibration(path: Path) -> tuple[CalibrationFile, list[float], list[Any
         scenario_path = base / case.scenario
         if not scenario_path.is_file():
             raise InputError(label, f"cases[{i}].scenario", f"no such file: {case.scenario}")
-        overrides = [f"{s.path}={s.initial}" for s in spec.settings if applies(s, case.name)]
-        overrides += case.set
-        try:  # fails now, not mid-fit; the message names the case and then the scenario
-            scenarios.append(load_scenario(scenario_path, overrides))
-        except InputError as exc:
-            field = "set" if "--set" in str(exc) else "scenario"
-            raise InputError(label, f"cases[{i}].{field}", str(exc)) from None
+        scenarios.append(_check_case(spec, i, scenario_path, label))
     return spec, measured, scenarios
+
+
+def case_overrides(
+    spec: CalibrationFile, case: Case, scenario: Path, values: list[float | None] | None
+) -> list[str]:
+    """A case's `--set` list: short-form sections made long, the settings (those with a
+    value; none when `values` is None), then the case's own."""
+    settings = [(s, v) for s, v in zip(spec.settings, values or [], strict=False) if v is not None]
+    paths = [s.path for s in spec.settings if applies(s, case.name)] + [
+        item.split("=", 1)[0] for item in case.set
+    ]
+    out = long_forms(scenario, paths)
+    out += [f"{s.path}={v!r}" for s, v in settings if applies(s, case.name)]
+    return out + list(case.set)  # a case's own settings win (e.g. an engine without a server)
+
+
+def _check_case(spec: CalibrationFile, i: int, scenario: Path, label: str) -> Any:
+    """The case loaded at the settings' starts; each setting also at its low and its high,
+    so that a bound outside the field's range fails now, not mid-fit."""
+    case = spec.cases[i]
+    try:  # without the settings first: the message names the case, then the scenario
+        load_scenario(scenario, case_overrides(spec, case, scenario, None))
+    except InputError as exc:
+        field = "set" if "--set" in str(exc) else "scenario"
+        raise InputError(label, f"cases[{i}].{field}", str(exc)) from None
+    loaded = None
+    for field in ("path", "low", "high"):  # path: at the starts, which lie within the bounds
+        attr = "initial" if field == "path" else field
+        values = [getattr(s, attr) for s in spec.settings]
+        try:
+            scenario_at = load_scenario(scenario, case_overrides(spec, case, scenario, values))
+        except InputError:
+            _blame_setting(spec, i, scenario, label, field)
+        if field == "path":
+            loaded = scenario_at
+    return loaded
+
+
+def _blame_setting(
+    spec: CalibrationFile, i: int, scenario: Path, label: str, field: str
+) -> NoReturn:
+    """Raise naming the first setting that fails alone at its `field` (path: at its start)."""
+    case = spec.cases[i]
+    attr = "initial" if field == "path" else field
+    for j, setting in enumerate(spec.settings):
+        if not applies(setting, case.name):
+            continue
+        values = [getattr(s, attr) if k == j else None for k, s in enumerate(spec.settings)]
+        try:
+            load_scenario(scenario, case_overrides(spec, case, scenario, values))
+        except InputError as exc:
+            at = "" if field == "path" else f" at {getattr(setting, attr):g}"
+            raise InputError(
+                label, f"settings[{j}].{field}", f"case {case.name!r}{at}: {exc}"
+            ) from None
+    raise InputError(label, f"settings[*].{field}", f"case {case.name!r} fails at the {field}s")
 
 
 def applies(setting: Setting, case: str) -> bool:

@@ -1,0 +1,53 @@
+"""Make a setting's path reachable in a scenario that writes a tagged section in short form.
+
+Scenarios may write `latency_model: roofline` (the bare name) or leave `latency_model` out
+(the roofline with its defaults). A dotted path such as `cluster.latency_model.overhead_ms`
+cannot be set under a string or create a section without its `kind`, so before a case's
+overrides we set such a section to its long form, `{kind: <name>}`, which means the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from simsched.config.overrides import format_assignment, get_path, split_path
+from simsched.config.yaml_io import parse_yaml_mapping, read_text
+from simsched.errors import InputError
+
+# tagged sections with a short form, and the kind they mean when left out
+DEFAULT_KIND = {"latency_model": "roofline"}
+
+
+def long_forms(scenario: Path, paths: list[str]) -> list[str]:
+    """The overrides that write the tagged sections on `paths` in long form (usually none)."""
+    try:
+        raw = parse_yaml_mapping(read_text(scenario, "scenario"), str(scenario))
+    except InputError:
+        return []  # loading the scenario reports it, naming the case
+    out: list[str] = []
+    for path in paths:
+        try:
+            segments = split_path(path)
+        except ValueError:
+            continue  # malformed: the override itself reports it
+        for depth, segment in enumerate(segments[:-1]):
+            if segment not in DEFAULT_KIND:
+                continue
+            prefix = ".".join(segments[: depth + 1])
+            long = _long_form(raw, prefix, DEFAULT_KIND[segment])
+            if long is not None and long not in out:
+                out.append(long)
+    return out
+
+
+def _long_form(raw: dict[str, Any], prefix: str, default: str) -> str | None:
+    try:
+        value = get_path(raw, prefix)
+    except (LookupError, ValueError, TypeError):
+        value = None  # left out: the default kind
+    if value is None:
+        return format_assignment(prefix, {"kind": default})
+    if isinstance(value, str):
+        return format_assignment(prefix, {"kind": value})
+    return None
