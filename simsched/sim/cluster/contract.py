@@ -81,6 +81,9 @@ class LatencyModel(Protocol):
     with an array `decode_context`; both must evaluate the same operations in the same order.
     """
 
+    before_ms: float  # front-end time per request before its first token (the replica adds it)
+    after_ms: float  # and after its last token
+
     def iteration_ms(
         self,
         prefill_tokens: int,
