@@ -9,7 +9,11 @@ segment belong to this request alone.
 KV block `j` (tokens `[j*B, (j+1)*B)` for block size `B`) is keyed by the first segment that
 covers all of its tokens (`end >= (j+1)*B`), as `chain_id * 2**24 + j`: the same key means the
 same tokens in the block and before it. A block that no segment covers has key -1 and is never
-shared. With Mooncake's 512-token blocks and `B = 16`, each trace block covers 32 KV blocks, and
+shared. The same keys as runs: segment `i` keys blocks `[ends[i-1] // B, ends[i] // B)`, so a
+request's keys are a few `(chain_id, first block, end block)` runs (`Prefix.runs`), which is how
+the replicas' prefix caches index them (one entry per run, not per block).
+
+With Mooncake's 512-token blocks and `B = 16`, each trace block covers 32 KV blocks, and
 a trace block's last partial part (a prompt not a multiple of 512) covers `floor(part / B)`
 full KV blocks; what remains is unique to the request.
 
@@ -45,11 +49,12 @@ class Prefix:
     workload holds every request's Prefix for the whole run, and a long prompt has hundreds of
     keys (the replica keeps them while the request runs)."""
 
-    __slots__ = ("ids", "ends")
+    __slots__ = ("ids", "ends", "_runs")
 
     def __init__(self, ids: list[int], ends: list[int]) -> None:
         self.ids = ids  # chain ids, one per segment
         self.ends = ends  # the token each segment ends at, increasing
+        self._runs: tuple[int, tuple[Run, ...]] | None = None  # (block size, runs), once
 
     @property
     def tokens(self) -> int:
@@ -59,6 +64,13 @@ class Prefix:
     def keys(self, block_size: int) -> list[int]:
         """The key of every KV block the segments cover fully (the rest have no key)."""
         return block_keys(self.ids, self.ends, block_size)
+
+    def runs(self, block_size: int) -> tuple[Run, ...]:
+        """The keys as runs, computed once per request (the router and a replica both ask)."""
+        cached = self._runs
+        if cached is None or cached[0] != block_size:
+            cached = self._runs = (block_size, block_runs(self.ids, self.ends, block_size))
+        return cached[1]
 
     def extend(self, ids: list[int], ends: list[int]) -> Prefix:
         return Prefix(self.ids + ids, self.ends + ends)
@@ -76,6 +88,22 @@ def block_keys(ids: list[int], ends: list[int], block_size: int) -> list[int]:
     blocks = np.arange(count, dtype=np.int64)
     segment = np.searchsorted(np.asarray(ends, dtype=np.int64), (blocks + 1) * block_size)
     return (np.asarray(ids, dtype=np.int64)[segment] * KEY_SPAN + blocks).tolist()
+
+
+Run = tuple[int, int, int]  # (chain id, first block, end block): the blocks [first, end) it keys
+
+
+def block_runs(ids: list[int], ends: list[int], block_size: int) -> tuple[Run, ...]:
+    """The keys of `block_keys` as runs: block `j` of run `(chain, lo, hi)` has key
+    `chain * KEY_SPAN + j`. Segments that fully cover no block of their own give no run."""
+    runs = []
+    first = 0
+    for chain, end in zip(ids, ends, strict=True):
+        stop = end // block_size
+        if stop > first:
+            runs.append((chain, first, stop))
+            first = stop
+    return tuple(runs)
 
 
 def prepend(shared: tuple[int, int] | None, prefix: Prefix | None, interner: ChainIds) -> Prefix:
