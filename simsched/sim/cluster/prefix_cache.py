@@ -35,6 +35,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from itertools import count as counter
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from simsched.sim.cluster.kv_memory import PlainKv
@@ -66,6 +67,9 @@ class Piece:
 
 def _lo(piece: Piece) -> int:
     return piece.lo
+
+
+_hi = itemgetter(2)  # a run's end block
 
 
 class PrefixCachedKv(PlainKv):
@@ -160,25 +164,44 @@ class PrefixCachedKv(PlainKv):
         chains = self.chains
         hits = revived = 0
         for chain, lo, hi in runs:
-            end = min(hi, lo + limit - hits)
+            end = lo + limit - hits
+            if end > hi:
+                end = hi
             pieces = chains.get(chain)
             if end <= lo or pieces is None:
                 break
-            i = bisect_right(pieces, lo, key=_lo) - 1
-            j = lo
-            while j < end and 0 <= i < len(pieces):
-                piece = pieces[i]
-                if piece.lo > j or piece.hi <= j:
+            if len(pieces) == 1:  # most chains are one piece
+                piece = pieces[0]
+                if piece.lo > lo or piece.hi <= lo:
                     break
-                n = min(piece.hi, end) - j
-                hits += n
+                j = piece.hi if piece.hi < end else end
+                hits += j - lo
                 if piece.refs == 0:
-                    revived += n
-                j += n
-                i += 1
+                    revived += j - lo
+            else:
+                j = self._lookup_pieces(pieces, lo, end)
+                hits += j[0] - lo
+                revived += j[1]
+                j = j[0]
             if j < hi:
                 break
         return hits, revived
+
+    @staticmethod
+    def _lookup_pieces(pieces: list[Piece], lo: int, end: int) -> tuple[int, int]:
+        """How far from `lo` (up to `end`) the pieces run unbroken; the free blocks on the way."""
+        i = bisect_right(pieces, lo, key=_lo) - 1
+        j, revived = lo, 0
+        while j < end and 0 <= i < len(pieces):
+            piece = pieces[i]
+            if piece.lo > j or piece.hi <= j:
+                break
+            n = (piece.hi if piece.hi < end else end) - j
+            if piece.refs == 0:
+                revived += n
+            j += n
+            i += 1
+        return j, revived
 
     def _reference(self, runs: tuple[Run, ...], hits: int, shared: list[Run]) -> None:
         """Reference the first `hits` blocks of `runs` (all held here); free ones leave the free."""
@@ -202,29 +225,42 @@ class PrefixCachedKv(PlainKv):
         """Register blocks `start..stop-1` of `runs` that no one has registered (held by the
         caller, added to `shared`); those registered meanwhile stay the caller's own."""
         added = 0
-        for chain, lo, hi in runs:
+        chains = self.chains
+        # runs are contiguous from block 0: start at the one holding `start`
+        for index in range(bisect_right(runs, start, key=_hi), len(runs)):
+            chain, lo, hi = runs[index]
             if lo >= stop:
                 break
-            a, b = max(lo, start), min(hi, stop)
-            if a >= b:
-                continue
-            pieces = self.chains.setdefault(chain, [])
-            i = bisect_right(pieces, a, key=_lo)
-            if i > 0 and pieces[i - 1].hi > a:
-                a = min(pieces[i - 1].hi, b)
-            first = i
-            while a < b:
-                next_lo = pieces[i].lo if i < len(pieces) else b
-                if next_lo > a:
-                    end = min(next_lo, b)
-                    pieces.insert(i, Piece(chain, a, end, 1))
-                    shared.append((chain, a, end))
-                    added += end - a
-                    a = end
-                else:
-                    a = pieces[i].hi
-                i += 1
-            self._join(pieces, first, i)
+            a = lo if lo > start else start
+            b = hi if hi < stop else stop
+            pieces = chains.get(chain)
+            if pieces is None:  # nothing of this chain yet: one new piece
+                chains[chain] = [Piece(chain, a, b, 1)]
+                shared.append((chain, a, b))
+                added += b - a
+            else:
+                added += self._fill_gaps(pieces, chain, a, b, shared)
+        return added
+
+    def _fill_gaps(self, pieces: list[Piece], chain: int, a: int, b: int, shared: list[Run]) -> int:
+        """New pieces (held once) where no piece covers `[a, b)`."""
+        added = 0
+        i = bisect_right(pieces, a, key=_lo)
+        if i > 0 and pieces[i - 1].hi > a:
+            a = min(pieces[i - 1].hi, b)
+        first = i
+        while a < b:
+            next_lo = pieces[i].lo if i < len(pieces) else b
+            if next_lo > a:
+                end = min(next_lo, b)
+                pieces.insert(i, Piece(chain, a, end, 1))
+                shared.append((chain, a, end))
+                added += end - a
+                a = end
+            else:
+                a = pieces[i].hi
+            i += 1
+        self._join(pieces, first, i)
         return added
 
     def _release(self, shared: list[Run]) -> int:
@@ -272,6 +308,8 @@ class PrefixCachedKv(PlainKv):
     # --- pieces: split, join, queue ---------------------------------------------------------------
     def _cut(self, pieces: list[Piece], lo: int, hi: int) -> tuple[int, int]:
         """Split pieces at `lo` and `hi`; the indexes of the pieces that cover `[lo, hi)`."""
+        if len(pieces) == 1 and pieces[0].lo == lo and pieces[0].hi == hi:
+            return 0, 1  # the common case: a chain's one piece is the run
         self._split_at(pieces, lo)
         self._split_at(pieces, hi)
         return bisect_left(pieces, lo, key=_lo), bisect_left(pieces, hi, key=_lo)
@@ -292,6 +330,8 @@ class PrefixCachedKv(PlainKv):
     def _join(self, pieces: list[Piece], first: int, stop: int) -> None:
         """Join neighbours in the same state among `pieces[first - 1 .. stop]` (fewer pieces,
         the same blocks: free ones only within one release, whose order they keep)."""
+        if len(pieces) == 1:
+            return
         i = max(first - 1, 0)
         last = min(stop, len(pieces) - 1)
         while i < last:
