@@ -74,17 +74,25 @@ def mooncake_prefixes(trace, interner: ChainIds) -> list[Prefix]:
     rows = np.arange(len(times), dtype=np.int64)[order]
     columns = TraceColumns(times[order] - times[order][0], rows, rows)
     kept = window(columns, label, trace.start_s, trace.duration_s, trace.max_requests)
-    source = ("mooncake", str(Path(trace.path).resolve()), trace.cache_salt)
-    return [_chain(hashes[r], int(lengths[r]), source, interner) for r in kept.prefill_tokens]
+    source = interner.chain(0, ("mooncake", str(Path(trace.path).resolve()), trace.cache_salt))
+    rows = kept.prefill_tokens
+    full_ends = list(
+        range(MOONCAKE_BLOCK, MOONCAKE_BLOCK * (max(map(len, hashes)) + 1), MOONCAKE_BLOCK)
+    )
+    return [_chain(hashes[r], int(lengths[r]), source, interner, full_ends) for r in rows]
 
 
-def _chain(ids: list, length: int, source: tuple, interner: ChainIds) -> Prefix:
+def _chain(ids: list, length: int, source: int, interner: ChainIds, full_ends: list) -> Prefix:
+    """`full_ends[i]` is `(i + 1) * 512`: shared int objects, not one per block per prompt."""
     chained, ends, parent = [], [], 0
+    chain = interner.chain
     for i, block in enumerate(ids):
-        end = min((i + 1) * MOONCAKE_BLOCK, length)
-        if end <= i * MOONCAKE_BLOCK:
-            break  # more ids than the prompt has blocks: the extra ones cover nothing
-        parent = interner.chain(parent, (source, block))
+        end = full_ends[i]
+        if end > length:
+            end = length
+            if end <= i * MOONCAKE_BLOCK:
+                break  # more ids than the prompt has blocks: the extra ones cover nothing
+        parent = chain(parent, source, block)
         chained.append(parent)
         ends.append(end)
     return Prefix(chained, ends)
@@ -99,7 +107,7 @@ def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list
         ids = record.get("hash_ids")
         if ids is None:
             ids = []  # no prefix ids for this row: nothing of it can hit
-        if not isinstance(ids, list) or not all(_is_id(x) for x in ids):
+        if not isinstance(ids, list) or not all(type(x) is int for x in ids):  # bool is no id
             raise fail(label, number, "hash_ids is not a list of integers")
         times.append(float(record["timestamp"]))
         lengths.append(int(record["input_length"]))
@@ -107,7 +115,3 @@ def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list
     if not times:
         raise InputError(label, "", "holds no requests")
     return np.asarray(times), np.asarray(lengths), hashes
-
-
-def _is_id(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -23,6 +23,8 @@ session's earlier turns (`sessions.py`).
 
 from __future__ import annotations
 
+from itertools import chain as chain_all
+
 import numpy as np
 
 KEY_SPAN = 2**24  # KV blocks per prompt a key can index (2**24 blocks of 16 = 268M tokens)
@@ -30,14 +32,16 @@ NO_KEY = -1
 
 
 class ChainIds:
-    """Interns `(parent, content)` pairs as consecutive ints, so chains compare in O(1)."""
+    """Interns `(parent, *content)` tuples as consecutive ints, so chains compare in O(1).
+    Content may be several values (a trace block is `(source id, block id)`): one flat tuple
+    per chain keeps a trace's hundreds of thousands of them small."""
 
     def __init__(self, first: int = 1) -> None:
         self._ids: dict[tuple, int] = {}
         self._first = first
 
-    def chain(self, parent: int, content: object) -> int:
-        pair = (parent, content)
+    def chain(self, parent: int, *content: object) -> int:
+        pair = (parent, *content)
         found = self._ids.get(pair)
         if found is None:
             found = self._ids[pair] = len(self._ids) + self._first
@@ -104,6 +108,52 @@ def block_runs(ids: list[int], ends: list[int], block_size: int) -> tuple[Run, .
             runs.append((chain, first, stop))
             first = stop
     return tuple(runs)
+
+
+def compress_chains(prefixes: np.ndarray) -> None:
+    """Join unbranched chains in place, as a radix tree compresses its paths: a segment whose
+    chain is always followed by the same chain, never ends a prompt and always ends at the same
+    token is merged into the segment after it, which keeps its own (chained, so equally
+    distinctive) id. Two blocks then have equal keys exactly when they had before, so every
+    cache and router answers alike, with a few runs per prompt instead of one per trace block
+    (the Mooncake conversation trace: 24 segments a prompt, 3 after). `prefixes`: one `Prefix`
+    or None per request, all built for this workload by one `ChainIds`."""
+    present = [prefix for prefix in prefixes if prefix is not None and prefix.ids]
+    if not present:
+        return
+    # every segment of every prompt as flat columns (numpy: a trace has ~10^5-10^6 of them)
+    sizes = np.fromiter((len(p.ids) for p in present), dtype=np.int64, count=len(present))
+    total = int(sizes.sum())
+    ids = np.fromiter(chain_all.from_iterable(p.ids for p in present), dtype=np.int64, count=total)
+    ends = np.fromiter(
+        chain_all.from_iterable(p.ends for p in present), dtype=np.int64, count=total
+    )
+    after = np.empty(total, dtype=np.int64)
+    after[:-1] = ids[1:]
+    offsets = np.cumsum(sizes) - sizes
+    after[offsets + sizes - 1] = -1  # a prompt's last segment is followed by nothing
+    # a chain joins the next one when every occurrence has the same successor and end
+    order = np.argsort(ids, kind="stable")
+    sorted_ids, sorted_after, sorted_ends = ids[order], after[order], ends[order]
+    new_chain = np.empty(total, dtype=bool)
+    new_chain[0] = True
+    np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=new_chain[1:])
+    starts = np.flatnonzero(new_chain)
+    group = np.cumsum(new_chain) - 1
+    odd = (
+        (sorted_after != sorted_after[starts][group])
+        | (sorted_ends != sorted_ends[starts][group])
+        | (sorted_after == -1)
+    )
+    joined = sorted_ids[starts][~np.logical_or.reduceat(odd, starts)]
+    if not len(joined):
+        return
+    keep = ~np.isin(ids, joined)
+    for prefix, offset, size in zip(present, offsets.tolist(), sizes.tolist(), strict=True):
+        kept = keep[offset : offset + size]
+        if not kept.all():
+            prefix.ids = ids[offset : offset + size][kept].tolist()
+            prefix.ends = ends[offset : offset + size][kept].tolist()
 
 
 def prepend(shared: tuple[int, int] | None, prefix: Prefix | None, interner: ChainIds) -> Prefix:
