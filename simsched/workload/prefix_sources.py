@@ -83,19 +83,13 @@ def mooncake_prefixes(trace, interner: ChainIds) -> list[Prefix]:
 
 
 def _chain(ids: list, length: int, source: int, interner: ChainIds, full_ends: list) -> Prefix:
-    """`full_ends[i]` is `(i + 1) * 512`: shared int objects, not one per block per prompt."""
-    chained, ends, parent = [], [], 0
-    chain = interner.chain
-    for i, block in enumerate(ids):
-        end = full_ends[i]
-        if end > length:
-            end = length
-            if end <= i * MOONCAKE_BLOCK:
-                break  # more ids than the prompt has blocks: the extra ones cover nothing
-        parent = chain(parent, source, block)
-        chained.append(parent)
-        ends.append(end)
-    return Prefix(chained, ends)
+    """`full_ends[i]` is `(i + 1) * 512`: shared int objects, not one per block per prompt.
+    Ids past the prompt's last token cover nothing and are dropped."""
+    count = min(len(ids), -(-length // MOONCAKE_BLOCK))
+    ends = full_ends[:count]
+    if count and ends[-1] > length:
+        ends[-1] = length
+    return Prefix(interner.chain_blocks(source, ids, count), ends)
 
 
 def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list[list]]:

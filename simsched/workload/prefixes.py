@@ -47,6 +47,19 @@ class ChainIds:
             found = self._ids[pair] = len(self._ids) + self._first
         return found
 
+    def chain_blocks(self, source: int, blocks: list, count: int) -> list[int]:
+        """The chain ids of a trace prompt's first `count` blocks (`(source, block)` contents
+        chained from the root): `chain` inlined, as a trace interns one per block."""
+        ids, first = self._ids, self._first
+        out, parent = [], 0
+        for block in blocks[:count]:
+            key = (parent, source, block)
+            parent = ids.get(key)
+            if parent is None:
+                parent = ids[key] = len(ids) + first
+            out.append(parent)
+        return out
+
 
 class Prefix:
     """A request's prefix segments. Its block keys are computed when asked and not kept: the
