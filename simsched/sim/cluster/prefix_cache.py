@@ -269,27 +269,34 @@ class PrefixCachedKv(PlainKv):
         self.releases += 1
         stamp = self.releases
         dropped = 0
+        chains = self.chains
         for chain, lo, hi in shared:
-            pieces = self.chains[chain]
-            i, k = self._cut(pieces, lo, hi)
-            for piece in pieces[i:k]:
+            pieces = chains[chain]
+            if len(pieces) == 1 and pieces[0].lo == lo and pieces[0].hi == hi:
+                todo = pieces  # the common case: the run is its chain's one piece
+                i, k = 0, 1
+            else:
+                i, k = self._cut(pieces, lo, hi)
+                todo = pieces[i:k]
+            for piece in todo:
                 piece.refs -= 1
                 if piece.refs == 0:
                     piece.stamp = stamp
                     dropped += piece.hi - piece.lo
                     self._queue(piece)
-            self._join(pieces, i, k)
+            if len(pieces) > 1:
+                self._join(pieces, i, k)
         self.free_blocks += dropped
         return dropped
 
     def _evict(self, count: int) -> None:
         """Drop the `count` free blocks first in eviction order."""
-        queue = self.queue
+        queue, chains, pop = self.queue, self.chains, heapq.heappop
         self.free_blocks -= count
         while count:
             _, _, token, piece = queue[0]
             if piece.token != token:
-                heapq.heappop(queue)  # an entry left behind by a split, join or revival
+                pop(queue)  # an entry left behind by a split, join or revival
                 continue
             size = piece.hi - piece.lo
             if size > count:
@@ -297,13 +304,14 @@ class PrefixCachedKv(PlainKv):
                 # and this release's other pieces lie below it)
                 piece.hi -= count
                 return
-            heapq.heappop(queue)
+            pop(queue)
             count -= size
             piece.token = NOT_QUEUED
-            pieces = self.chains[piece.chain]
-            del pieces[bisect_left(pieces, piece.lo, key=_lo)]
-            if not pieces:
-                del self.chains[piece.chain]
+            pieces = chains[piece.chain]
+            if len(pieces) == 1:
+                del chains[piece.chain]
+            else:
+                del pieces[bisect_left(pieces, piece.lo, key=_lo)]
 
     # --- pieces: split, join, queue ---------------------------------------------------------------
     def _cut(self, pieces: list[Piece], lo: int, hi: int) -> tuple[int, int]:
