@@ -23,6 +23,7 @@ def build_workload(scenario) -> RequestTable:
     check_request_budget(scenario)  # before generating: a billion requests never start
     interner = ChainIds()  # one per workload: equal chain ids mean equal prompt prefixes
     trace_ids = uses_prefixes(getattr(scenario, "cluster", None))  # else hash_ids go unread
+    files: dict = {}  # hash ids by trace file: read once however many tenants replay it
     tables = [
         with_prefixes(
             _timed(generate_tenant(tenant, index, rng), scenario, f"tenants[{index}].arrivals"),
@@ -44,6 +45,7 @@ def build_workload(scenario) -> RequestTable:
             interner,
             prefix_rng(scenario.seed, tenant.id),
             trace_ids,
+            files,
         )
         for index, tenant in enumerate(scenario.tenants)
         if tenant.trace is not None

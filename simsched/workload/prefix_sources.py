@@ -32,14 +32,17 @@ def with_prefixes(
     interner: ChainIds,
     rng: np.random.Generator,
     trace_ids: bool = True,
+    files: dict | None = None,
 ) -> RequestTable:
     """The tenant's table with its `prefix` column (unchanged if the tenant has no source).
     `trace_ids`: read a Mooncake file's `hash_ids` (only when some setting uses prefixes, so
-    that a file whose ids are missing or null replays as before without caching)."""
+    that a file whose ids are missing or null replays as before without caching). `files`:
+    the hash ids read so far for this workload, by file, so tenants replaying one file read it
+    once."""
     trace = tenant.trace
     own = None
     if trace_ids and trace is not None and trace.format == "mooncake":
-        own = mooncake_prefixes(trace, interner)
+        own = mooncake_prefixes(trace, interner, {} if files is None else files)
     system = getattr(tenant, "prefix", None)
     if own is None and system is None:
         return table
@@ -66,15 +69,18 @@ def with_prefixes(
     )
 
 
-def mooncake_prefixes(trace, interner: ChainIds) -> list[Prefix]:
+def mooncake_prefixes(trace, interner: ChainIds, files: dict) -> list[Prefix]:
     """One `Prefix` per replayed row, in the order (and window) `read_trace` keeps them."""
     label = display_path(trace.path)
-    times, lengths, hashes = _read_hash_ids(Path(trace.path), label)
+    resolved = str(Path(trace.path).resolve())
+    if resolved not in files:
+        files[resolved] = _read_hash_ids(Path(trace.path), label)
+    times, lengths, hashes = files[resolved]
     order = np.argsort(times, kind="stable")
     rows = np.arange(len(times), dtype=np.int64)[order]
     columns = TraceColumns(times[order] - times[order][0], rows, rows)
     kept = window(columns, label, trace.start_s, trace.duration_s, trace.max_requests)
-    source = interner.chain(0, ("mooncake", str(Path(trace.path).resolve()), trace.cache_salt))
+    source = interner.chain(0, ("mooncake", resolved, trace.cache_salt))
     rows = kept.prefill_tokens
     full_ends = list(
         range(MOONCAKE_BLOCK, MOONCAKE_BLOCK * (max(map(len, hashes)) + 1), MOONCAKE_BLOCK)
