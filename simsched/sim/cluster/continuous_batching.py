@@ -75,7 +75,10 @@ class ContinuousBatching:
 
     def has_room(self) -> bool:
         limit = self.max_waiting
-        return any(len(replica.waiting) < limit for replica in self.replicas)
+        for replica in self.replicas:  # noqa: SIM110 (a loop, not any(): once per dispatch)
+            if len(replica.waiting) < limit:
+                return True
+        return False
 
     def room_available(self) -> simpy.Event:
         if self._room is None:

@@ -83,6 +83,9 @@ class Replica:
         self.observer: Any = NoObserver()
         self.capacity = config.blocks_per_replica
         self.kv = build_kv_memory(env, self.capacity, config, recorder)
+        # blocks held now, mid-jump included: the memory's own view, bound once (routers and
+        # the KV gate ask it for every replica on every request)
+        self.blocks_in_use = self.kv.in_use
         # an idle replica batches what is placed on it within one scheduling step; vLLM's
         # free-block watermark for admitting waiting requests, in blocks (floored, as vLLM's
         # block manager does); docs/continuous_batching.md, "An iteration"
@@ -102,9 +105,6 @@ class Replica:
         self._end = 0.0
 
     # --- what others read ---------------------------------------------------------------
-    def blocks_in_use(self) -> int:
-        return self.kv.in_use()
-
     def outstanding(self) -> int:
         return len(self.running) + len(self.waiting)
 
