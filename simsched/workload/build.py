@@ -12,7 +12,7 @@ from simsched.errors import InputError
 from simsched.workload.generators import generate_tenant
 from simsched.workload.limits import check_request_budget, check_times
 from simsched.workload.prefix_sources import with_prefixes
-from simsched.workload.prefixes import ChainIds
+from simsched.workload.prefixes import ChainIds, compress_chains
 from simsched.workload.session_plans import is_reactive
 from simsched.workload.table import RequestTable, merge_sorted
 from simsched.workload.trace_csv import read_trace_csv
@@ -23,6 +23,7 @@ def build_workload(scenario) -> RequestTable:
     check_request_budget(scenario)  # before generating: a billion requests never start
     interner = ChainIds()  # one per workload: equal chain ids mean equal prompt prefixes
     trace_ids = uses_prefixes(getattr(scenario, "cluster", None))  # else hash_ids go unread
+    files: dict = {}  # hash ids by trace file: read once however many tenants replay it
     tables = [
         with_prefixes(
             _timed(generate_tenant(tenant, index, rng), scenario, f"tenants[{index}].arrivals"),
@@ -44,6 +45,7 @@ def build_workload(scenario) -> RequestTable:
             interner,
             prefix_rng(scenario.seed, tenant.id),
             trace_ids,
+            files,
         )
         for index, tenant in enumerate(scenario.tenants)
         if tenant.trace is not None
@@ -53,6 +55,8 @@ def build_workload(scenario) -> RequestTable:
         tables.append(_timed(trace, scenario, "trace"))
     table = merge_sorted(tables)
     _reject_duplicate_ids(table, scenario)
+    if table.prefix is not None:
+        compress_chains(table.prefix)  # the workload's own prefixes, built above
     return table
 
 

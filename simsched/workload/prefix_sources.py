@@ -32,14 +32,17 @@ def with_prefixes(
     interner: ChainIds,
     rng: np.random.Generator,
     trace_ids: bool = True,
+    files: dict | None = None,
 ) -> RequestTable:
     """The tenant's table with its `prefix` column (unchanged if the tenant has no source).
     `trace_ids`: read a Mooncake file's `hash_ids` (only when some setting uses prefixes, so
-    that a file whose ids are missing or null replays as before without caching)."""
+    that a file whose ids are missing or null replays as before without caching). `files`:
+    the hash ids read so far for this workload, by file, so tenants replaying one file read it
+    once."""
     trace = tenant.trace
     own = None
     if trace_ids and trace is not None and trace.format == "mooncake":
-        own = mooncake_prefixes(trace, interner)
+        own = mooncake_prefixes(trace, interner, {} if files is None else files)
     system = getattr(tenant, "prefix", None)
     if own is None and system is None:
         return table
@@ -66,28 +69,33 @@ def with_prefixes(
     )
 
 
-def mooncake_prefixes(trace, interner: ChainIds) -> list[Prefix]:
+def mooncake_prefixes(trace, interner: ChainIds, files: dict) -> list[Prefix]:
     """One `Prefix` per replayed row, in the order (and window) `read_trace` keeps them."""
     label = display_path(trace.path)
-    times, lengths, hashes = _read_hash_ids(Path(trace.path), label)
+    resolved = str(Path(trace.path).resolve())
+    if resolved not in files:
+        files[resolved] = _read_hash_ids(Path(trace.path), label)
+    times, lengths, hashes = files[resolved]
     order = np.argsort(times, kind="stable")
     rows = np.arange(len(times), dtype=np.int64)[order]
     columns = TraceColumns(times[order] - times[order][0], rows, rows)
     kept = window(columns, label, trace.start_s, trace.duration_s, trace.max_requests)
-    source = ("mooncake", str(Path(trace.path).resolve()), trace.cache_salt)
-    return [_chain(hashes[r], int(lengths[r]), source, interner) for r in kept.prefill_tokens]
+    source = interner.chain(0, ("mooncake", resolved, trace.cache_salt))
+    rows = kept.prefill_tokens
+    full_ends = list(
+        range(MOONCAKE_BLOCK, MOONCAKE_BLOCK * (max(map(len, hashes)) + 1), MOONCAKE_BLOCK)
+    )
+    return [_chain(hashes[r], int(lengths[r]), source, interner, full_ends) for r in rows]
 
 
-def _chain(ids: list, length: int, source: tuple, interner: ChainIds) -> Prefix:
-    chained, ends, parent = [], [], 0
-    for i, block in enumerate(ids):
-        end = min((i + 1) * MOONCAKE_BLOCK, length)
-        if end <= i * MOONCAKE_BLOCK:
-            break  # more ids than the prompt has blocks: the extra ones cover nothing
-        parent = interner.chain(parent, (source, block))
-        chained.append(parent)
-        ends.append(end)
-    return Prefix(chained, ends)
+def _chain(ids: list, length: int, source: int, interner: ChainIds, full_ends: list) -> Prefix:
+    """`full_ends[i]` is `(i + 1) * 512`: shared int objects, not one per block per prompt.
+    Ids past the prompt's last token cover nothing and are dropped."""
+    count = min(len(ids), -(-length // MOONCAKE_BLOCK))
+    ends = full_ends[:count]
+    if count and ends[-1] > length:
+        ends[-1] = length
+    return Prefix(interner.chain_blocks(source, ids, count), ends)
 
 
 def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list[list]]:
@@ -99,7 +107,7 @@ def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list
         ids = record.get("hash_ids")
         if ids is None:
             ids = []  # no prefix ids for this row: nothing of it can hit
-        if not isinstance(ids, list) or not all(_is_id(x) for x in ids):
+        if not isinstance(ids, list) or not all(type(x) is int for x in ids):  # bool is no id
             raise fail(label, number, "hash_ids is not a list of integers")
         times.append(float(record["timestamp"]))
         lengths.append(int(record["input_length"]))
@@ -107,7 +115,3 @@ def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list
     if not times:
         raise InputError(label, "", "holds no requests")
     return np.asarray(times), np.asarray(lengths), hashes
-
-
-def _is_id(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

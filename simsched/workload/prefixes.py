@@ -9,7 +9,11 @@ segment belong to this request alone.
 KV block `j` (tokens `[j*B, (j+1)*B)` for block size `B`) is keyed by the first segment that
 covers all of its tokens (`end >= (j+1)*B`), as `chain_id * 2**24 + j`: the same key means the
 same tokens in the block and before it. A block that no segment covers has key -1 and is never
-shared. With Mooncake's 512-token blocks and `B = 16`, each trace block covers 32 KV blocks, and
+shared. The same keys as runs: segment `i` keys blocks `[ends[i-1] // B, ends[i] // B)`, so a
+request's keys are a few `(chain_id, first block, end block)` runs (`Prefix.runs`), which is how
+the replicas' prefix caches index them (one entry per run, not per block).
+
+With Mooncake's 512-token blocks and `B = 16`, each trace block covers 32 KV blocks, and
 a trace block's last partial part (a prompt not a multiple of 512) covers `floor(part / B)`
 full KV blocks; what remains is unique to the request.
 
@@ -19,6 +23,8 @@ session's earlier turns (`sessions.py`).
 
 from __future__ import annotations
 
+from itertools import chain as chain_all
+
 import numpy as np
 
 KEY_SPAN = 2**24  # KV blocks per prompt a key can index (2**24 blocks of 16 = 268M tokens)
@@ -26,18 +32,33 @@ NO_KEY = -1
 
 
 class ChainIds:
-    """Interns `(parent, content)` pairs as consecutive ints, so chains compare in O(1)."""
+    """Interns `(parent, *content)` tuples as consecutive ints, so chains compare in O(1).
+    Content may be several values (a trace block is `(source id, block id)`): one flat tuple
+    per chain keeps a trace's hundreds of thousands of them small."""
 
     def __init__(self, first: int = 1) -> None:
         self._ids: dict[tuple, int] = {}
         self._first = first
 
-    def chain(self, parent: int, content: object) -> int:
-        pair = (parent, content)
+    def chain(self, parent: int, *content: object) -> int:
+        pair = (parent, *content)
         found = self._ids.get(pair)
         if found is None:
             found = self._ids[pair] = len(self._ids) + self._first
         return found
+
+    def chain_blocks(self, source: int, blocks: list, count: int) -> list[int]:
+        """The chain ids of a trace prompt's first `count` blocks (`(source, block)` contents
+        chained from the root): `chain` inlined, as a trace interns one per block."""
+        ids, first = self._ids, self._first
+        out, parent = [], 0
+        for block in blocks[:count]:
+            key = (parent, source, block)
+            parent = ids.get(key)
+            if parent is None:
+                parent = ids[key] = len(ids) + first
+            out.append(parent)
+        return out
 
 
 class Prefix:
@@ -45,11 +66,12 @@ class Prefix:
     workload holds every request's Prefix for the whole run, and a long prompt has hundreds of
     keys (the replica keeps them while the request runs)."""
 
-    __slots__ = ("ids", "ends")
+    __slots__ = ("ids", "ends", "_runs")
 
     def __init__(self, ids: list[int], ends: list[int]) -> None:
         self.ids = ids  # chain ids, one per segment
         self.ends = ends  # the token each segment ends at, increasing
+        self._runs: tuple[int, tuple[Run, ...]] | None = None  # (block size, runs), once
 
     @property
     def tokens(self) -> int:
@@ -59,6 +81,13 @@ class Prefix:
     def keys(self, block_size: int) -> list[int]:
         """The key of every KV block the segments cover fully (the rest have no key)."""
         return block_keys(self.ids, self.ends, block_size)
+
+    def runs(self, block_size: int) -> tuple[Run, ...]:
+        """The keys as runs, computed once per request (the router and a replica both ask)."""
+        cached = self._runs
+        if cached is None or cached[0] != block_size:
+            cached = self._runs = (block_size, block_runs(self.ids, self.ends, block_size))
+        return cached[1]
 
     def extend(self, ids: list[int], ends: list[int]) -> Prefix:
         return Prefix(self.ids + ids, self.ends + ends)
@@ -76,6 +105,68 @@ def block_keys(ids: list[int], ends: list[int], block_size: int) -> list[int]:
     blocks = np.arange(count, dtype=np.int64)
     segment = np.searchsorted(np.asarray(ends, dtype=np.int64), (blocks + 1) * block_size)
     return (np.asarray(ids, dtype=np.int64)[segment] * KEY_SPAN + blocks).tolist()
+
+
+Run = tuple[int, int, int]  # (chain id, first block, end block): the blocks [first, end) it keys
+
+
+def block_runs(ids: list[int], ends: list[int], block_size: int) -> tuple[Run, ...]:
+    """The keys of `block_keys` as runs: block `j` of run `(chain, lo, hi)` has key
+    `chain * KEY_SPAN + j`. Segments that fully cover no block of their own give no run."""
+    runs = []
+    first = 0
+    for chain, end in zip(ids, ends, strict=True):
+        stop = end // block_size
+        if stop > first:
+            runs.append((chain, first, stop))
+            first = stop
+    return tuple(runs)
+
+
+def compress_chains(prefixes: np.ndarray) -> None:
+    """Join unbranched chains in place, as a radix tree compresses its paths: a segment whose
+    chain is always followed by the same chain, never ends a prompt and always ends at the same
+    token is merged into the segment after it, which keeps its own (chained, so equally
+    distinctive) id. Two blocks then have equal keys exactly when they had before, so every
+    cache and router answers alike, with a few runs per prompt instead of one per trace block
+    (the Mooncake conversation trace: 24 segments a prompt, 3 after). `prefixes`: one `Prefix`
+    or None per request, all built for this workload by one `ChainIds`."""
+    present = [prefix for prefix in prefixes if prefix is not None and prefix.ids]
+    if not present:
+        return
+    # every segment of every prompt as flat columns (numpy: a trace has ~10^5-10^6 of them)
+    sizes = np.fromiter((len(p.ids) for p in present), dtype=np.int64, count=len(present))
+    total = int(sizes.sum())
+    ids = np.fromiter(chain_all.from_iterable(p.ids for p in present), dtype=np.int64, count=total)
+    ends = np.fromiter(
+        chain_all.from_iterable(p.ends for p in present), dtype=np.int64, count=total
+    )
+    after = np.empty(total, dtype=np.int64)
+    after[:-1] = ids[1:]
+    offsets = np.cumsum(sizes) - sizes
+    after[offsets + sizes - 1] = -1  # a prompt's last segment is followed by nothing
+    # a chain joins the next one when every occurrence has the same successor and end
+    order = np.argsort(ids, kind="stable")
+    sorted_ids, sorted_after, sorted_ends = ids[order], after[order], ends[order]
+    new_chain = np.empty(total, dtype=bool)
+    new_chain[0] = True
+    np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=new_chain[1:])
+    starts = np.flatnonzero(new_chain)
+    group = np.cumsum(new_chain) - 1
+    odd = (
+        (sorted_after != sorted_after[starts][group])
+        | (sorted_ends != sorted_ends[starts][group])
+        | (sorted_after == -1)
+    )
+    joined = sorted_ids[starts][~np.logical_or.reduceat(odd, starts)]
+    if not len(joined):
+        return
+    keep = ~np.isin(ids, joined)
+    for prefix, offset, size in zip(present, offsets.tolist(), sizes.tolist(), strict=True):
+        kept = keep[offset : offset + size]
+        if not kept.all():
+            prefix.ids = ids[offset : offset + size][kept].tolist()
+            prefix.ends = ends[offset : offset + size][kept].tolist()
 
 
 def prepend(shared: tuple[int, int] | None, prefix: Prefix | None, interner: ChainIds) -> Prefix:

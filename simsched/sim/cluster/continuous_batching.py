@@ -68,14 +68,17 @@ class ContinuousBatching:
     def kv_peak_ratio(self) -> float:
         # Per replica: a replica's level only grows during a fast-forward jump, so its pool's
         # peak is exact in both modes (a cluster-wide sum of lagging levels would not be).
-        return max(replica.pool.peak / replica.capacity for replica in self.replicas)
+        return max(replica.kv.peak / replica.capacity for replica in self.replicas)
 
     def known_ttft_ms(self, request: Request, wait_ms: float) -> float:
         return math.nan  # known at the first token
 
     def has_room(self) -> bool:
         limit = self.max_waiting
-        return any(len(replica.waiting) < limit for replica in self.replicas)
+        for replica in self.replicas:  # noqa: SIM110 (a loop, not any(): once per dispatch)
+            if len(replica.waiting) < limit:
+                return True
+        return False
 
     def room_available(self) -> simpy.Event:
         if self._room is None:
@@ -106,16 +109,13 @@ class ContinuousBatching:
 
     def cached_blocks(self) -> list[int]:
         """Per replica: free blocks that hold cached prefixes (evictable), with prefix caching."""
-        return [r.pool.cached_free(r.blocks_in_use()) for r in self.replicas]
+        return [replica.kv.cached_free() for replica in self.replicas]
 
     def close(self) -> None:
         """Drop the prefix caches and routing indexes at the end of a run: they are the bulk of
         its memory and sit in reference cycles, which Python frees only at a full collection."""
         for replica in self.replicas:
-            cache = replica.cache
-            if cache is not None:
-                cache.refs.clear()
-                cache.free_cached.clear()
+            replica.kv.clear()
         for scorer, _ in getattr(self.router, "scored", []):
             for index in getattr(scorer, "index", []):
                 index.clear()

@@ -1,179 +1,363 @@
 """A replica's prefix cache (`cluster.prefix_caching: true`), with vLLM's automatic prefix caching.
 
-Full KV blocks are known by a key that names their tokens and every token before them (chained
-hashes in vLLM; `workload/prefixes.py` here). A block computed for one request is registered
-under its key; a later request whose leading blocks have registered keys starts with them
-(hits): they need no compute and no new block, only a reference. Blocks are reference-counted:
-when the last request holding a registered block finishes or is preempted, the block stays
-cached but free, and is evicted least-recently-used when new blocks are needed. Blocks of a
-finished request are queued for eviction tail first, so its prompt's beginning (the part most
-likely shared) goes last, as vLLM frees them in reverse order.
+Semantics, block by block. Full KV blocks are known by a key that names their tokens and every
+token before them (chained hashes in vLLM; `workload/prefixes.py` here). A block computed for one
+request is registered under its key; a later request whose leading blocks have registered keys
+starts with them (hits): they need no compute and no new block, only a reference. Blocks are
+reference-counted: when the last request holding a registered block finishes or is preempted,
+the block stays cached but free, and is evicted least-recently-used when new blocks are needed.
+Blocks of a finished request are queued for eviction tail first, so its prompt's beginning (the
+part most likely shared) goes last, as vLLM frees them in reverse order.
 
-The pool's `level` stays "blocks held by running sequences" (what occupancy, admission rules
-and the router read); cached free blocks are counted apart and give way to new blocks
-(`hold` evicts as needed). New blocks come from free blocks that hold nothing cached first,
-then from evictions: vLLM keeps one free queue and may reuse a cached block while an empty one
-is free; taking empty ones first keeps every cached block that could still hit.
+The `level` stays "blocks held by running sequences" (what occupancy, admission rules and the
+router read); cached free blocks are counted apart and give way to new blocks (`hold` evicts as
+needed). New blocks come from free blocks that hold nothing cached first, then from evictions:
+vLLM keeps one free queue and may reuse a cached block while an empty one is free; taking empty
+ones first keeps every cached block that could still hit.
 
 A request's hits never reach its last prompt token, which is always computed (the model needs
-its logits). A duplicate (a block computed while another replica copy of it was registered
-meanwhile) stays the request's own and is freed uncached.
+its logits). A duplicate (a block computed while another copy of it was registered meanwhile)
+stays the request's own and is freed uncached.
+
+The index, by prompt segment. A request's keys are a few runs `(chain, first block, end block)`
+(`Prefix.runs`), so the cache keeps, per chain, sorted disjoint `Piece`s: blocks `[lo, hi)` in
+the same state (held by `refs` requests, or free since release number `stamp`). An operation
+costs a few pieces, not one dictionary entry per 16-token block (a Mooncake prompt is ~750
+blocks in ~25 runs). Pieces are split where an operation's range ends inside one and joined again
+when neighbours agree, so the state is always exactly the block-by-block one: the eviction order
+of free block `j` of release `r` is `(r, -j)` (oldest release first, tail first within it), which
+a heap of free pieces keyed `(stamp, -hi)` gives, taking blocks from a piece's top.
+tests/sim/cluster/test_prefix_cache_index.py checks it against a block-by-block cache.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
-from itertools import islice
+import heapq
+from bisect import bisect_left, bisect_right
+from itertools import count as counter
+from operator import itemgetter
+from typing import TYPE_CHECKING
 
-from simsched.sim.cluster.kv import KvPool
-from simsched.workload.prefixes import NO_KEY
+from simsched.sim.cluster.kv_memory import PlainKv
+from simsched.sim.recorder import Recorder
+
+if TYPE_CHECKING:
+    import simpy
+
+    from simsched.sim.cluster.sequences import Seq
+    from simsched.workload.prefixes import Run
+
+NOT_QUEUED = -1  # a piece's token while it is held (or gone): its heap entries are stale
 
 
-class PrefixCachePool(KvPool):
-    def __init__(self, capacity: int, block_size: int) -> None:
-        super().__init__(capacity)
-        self.block_size = block_size
-        self.refs: dict[int, int] = {}  # registered key -> requests holding it (0: cached, free)
-        self.free_cached: OrderedDict[int, None] = OrderedDict()  # refs 0, oldest first
-        self.evictions = 0
+class Piece:
+    """Blocks `[lo, hi)` of one chain in one state: held by `refs` requests, or free (refs 0)
+    since release `stamp`. `token` names its one live eviction-queue entry while free."""
 
-    # --- what others read -------------------------------------------------------------------
-    def cached_free(self, in_use: int) -> int:
-        """Cached blocks that are free (evictable) when `in_use` blocks are held: a fast-forward
-        takes its blocks at its end, so at an instant within it fewer may be left."""
-        return min(len(self.free_cached), self.capacity - in_use)
+    __slots__ = ("chain", "lo", "hi", "refs", "stamp", "token")
 
-    def longest_hit(self, keys: list[int], limit: int) -> int:
-        """Leading blocks of `keys` (at most `limit`) that this cache holds."""
-        refs = self.refs
-        hits = 0
-        for key in keys:
-            if hits >= limit or key not in refs:
-                break
-            hits += 1
-        return hits
+    def __init__(self, chain: int, lo: int, hi: int, refs: int, stamp: int = 0) -> None:
+        self.chain = chain
+        self.lo = lo
+        self.hi = hi
+        self.refs = refs
+        self.stamp = stamp
+        self.token = NOT_QUEUED
 
-    # --- a request starting -----------------------------------------------------------------
-    def peek(self, keys: list[int], limit: int) -> tuple[int, int]:
-        """(hits, how many of them are free now and would be taken out of the free blocks)."""
-        refs = self.refs
-        hits = revived = 0
-        for key in keys:
-            if hits >= limit:
-                break
-            held = refs.get(key)
-            if held is None:
-                break
-            hits += 1
-            if held == 0:
-                revived += 1
-        return hits, revived
 
-    def take(self, keys: list[int], hits: int) -> list[int]:
-        """Reference the first `hits` blocks; the caller holds the revived ones in `level`."""
-        refs, free = self.refs, self.free_cached
-        taken = keys[:hits]
-        for key in taken:
-            held = refs[key]
-            if held == 0:
-                del free[key]
-            refs[key] = held + 1
-        return taken
+def _lo(piece: Piece) -> int:
+    return piece.lo
+
+
+_hi = itemgetter(2)  # a run's end block
+
+
+class PrefixCachedKv(PlainKv):
+    def __init__(self, env: simpy.Environment, capacity: int, block_size: int, recorder: Recorder):
+        super().__init__(env, capacity, block_size, recorder)
+        self.chains: dict[int, list[Piece]] = {}  # chain id -> its pieces, sorted by lo
+        self.free_blocks = 0  # cached blocks no one holds (evictable)
+        self.queue: list[tuple[int, int, int, Piece]] = []  # (stamp, -hi, token, piece) heap
+        self.releases = 0
+        self.tokens = counter()
+
+    # --- the read-only view -----------------------------------------------------------------
+    def hit_blocks(self, runs: tuple[Run, ...], limit: int) -> int:
+        self._settle()
+        return self._lookup(runs, limit)[0]
+
+    def cached_free(self) -> int:
+        self._settle()
+        return self.free_blocks
+
+    def _settle(self) -> None:
+        """Mid-jump, evict what the jump's iterations have evicted by now, as stepping would
+        have (nothing else changes the cache during a jump, so the order is the same)."""
+        if self.growth is not None:
+            excess = self.in_use() + self.free_blocks - self.capacity
+            if excess > 0:
+                self._evict(excess)
+
+    # --- the batching loop --------------------------------------------------------------------
+    def prompt_hits(self, seq: Seq) -> tuple[int, int]:
+        runs = self._runs(seq)
+        if not runs:
+            return 0, 0
+        return self._lookup(runs, (seq.target - 1) // self.block_size)  # the last token computes
+
+    def start(self, seq: Seq, hits: int) -> None:
+        seq.shared = []
+        if hits:
+            self._reference(self._runs(seq), hits, seq.shared)
+        seq.shared_blocks = seq.blocks = seq.reg = hits
+        seq.done = hits * self.block_size
+        self.recorder.cached(seq.request, seq.done)  # a restart's re-hits are recorded apart
 
     def hold(self, blocks: int) -> None:
-        excess = self.level + len(self.free_cached) + blocks - self.capacity
+        excess = self.level + self.free_blocks + blocks - self.capacity
         if excess > 0:
-            self._evict(excess)
+            self._evict(min(excess, self.free_blocks))  # more than that overflows, below
         super().hold(blocks)
 
-    def _evict(self, count: int) -> None:
-        free = self.free_cached
-        # the `count` oldest, dropped in C-level loops (a long prompt evicts hundreds of blocks
-        # at a time; a Python loop per block was most of a caching run's time)
-        victims = list(islice(free, count)) if count < len(free) else list(free)
-        if len(victims) == len(free):
-            free.clear()
-        else:
-            _drain(map(free.pop, victims))
-        _drain(map(self.refs.__delitem__, victims))
-        self.evictions += count
+    def computed(self, seq: Seq) -> None:
+        """Its newly full blocks become cached (held by the sequence)."""
+        full = seq.done // self.block_size
+        if full > seq.reg:
+            self._register(seq, full)
 
-    # --- blocks computed, requests leaving ----------------------------------------------------
-    def register(self, keys: list[int], start: int, stop: int, shared: list[int]) -> None:
-        """Blocks `start..stop-1` of a request are computed: register their keys (held by it)."""
-        refs = self.refs
-        # a request's keys are distinct (each names its block's index), NO_KEY aside
-        new = [key for key in keys[start:stop] if key not in refs and key != NO_KEY]
-        refs.update(zip(new, [1] * len(new), strict=True))
-        shared.extend(new)
+    def finish(self, seq: Seq, blocks: int) -> None:
+        """A finished sequence first registers the full blocks of its whole sequence (a
+        session's next turn resends them); the last token's KV is never computed."""
+        full = min(blocks, (seq.prefill + seq.decode - 1) // self.block_size)
+        if full > seq.reg:
+            self._register(seq, full)
+        self._let_go(seq, blocks)
 
-    def release_shared(self, shared: list[int]) -> int:
-        """A request lets go of its registered blocks; returns those no one holds any more
-        (they stay cached, free), queued for eviction last block first."""
-        refs, free = self.refs, self.free_cached
-        dropped = 0
-        # a plain loop: measured faster than batched dict updates here (OrderedDict.update
-        # takes a generic path per key)
-        for key in reversed(shared):
-            held = refs[key] - 1
-            refs[key] = held
-            if held == 0:
-                free[key] = None
-                dropped += 1
-        return dropped
+    def preempt(self, seq: Seq, blocks: int) -> None:
+        """A preempted sequence keeps only the registrations its prefill made."""
+        self._let_go(seq, blocks)
 
+    def clear(self) -> None:
+        self.chains.clear()
+        self.queue.clear()
 
-def _drain(calls) -> None:
-    deque(calls, maxlen=0)  # runs an iterator of calls in C
+    # --- a sequence's part ----------------------------------------------------------------------
+    def _runs(self, seq: Seq) -> tuple[Run, ...]:
+        if seq.runs is None:
+            prefix = seq.request.prefix
+            seq.runs = prefix.runs(self.block_size) if prefix is not None else ()
+        return seq.runs
 
-
-# --- a replica's sequences and the cache (replica.py calls these when caching is on) -----------
-def make_pool(capacity: int, config) -> KvPool:
-    if getattr(config, "prefix_caching", False):
-        return PrefixCachePool(capacity, config.block_size)
-    return KvPool(capacity)
-
-
-def seq_keys(seq, block_size: int) -> list[int]:
-    if seq.keys is None:
-        prefix = seq.request.prefix
-        seq.keys = prefix.keys(block_size) if prefix is not None else []
-    return seq.keys
-
-
-def peek_seq(cache: PrefixCachePool, seq) -> tuple[int, int]:
-    """(hit blocks, of which free now) for a waiting sequence about to start."""
-    keys = seq_keys(seq, cache.block_size)
-    if not keys:
-        return 0, 0
-    return cache.peek(keys, (seq.target - 1) // cache.block_size)  # the last token is computed
-
-
-def take_seq(cache: PrefixCachePool, seq, hits: int, recorder) -> None:
-    """The sequence starts with its hits computed and held."""
-    seq.shared = cache.take(seq.keys, hits) if hits else []
-    seq.blocks = seq.reg = hits
-    seq.done = hits * cache.block_size
-    recorder.cached(seq.request, seq.done)  # a restart's re-hits are recorded apart
-
-
-def register_done(cache: PrefixCachePool, seq) -> None:
-    """After a chunk: its newly full blocks become cached (held by the sequence)."""
-    full = seq.done // cache.block_size
-    if full > seq.reg:
-        cache.register(seq.keys, seq.reg, full, seq.shared)
+    def _register(self, seq: Seq, full: int) -> None:
+        seq.shared_blocks += self._add_missing(self._runs(seq), seq.reg, full, seq.shared)
         seq.reg = full
 
+    def _let_go(self, seq: Seq, blocks: int) -> None:
+        dropped = self._release(seq.shared)
+        self.release(blocks - seq.shared_blocks + dropped)
+        seq.shared = []
+        seq.shared_blocks = seq.reg = 0
 
-def release_seq(cache: PrefixCachePool, seq, blocks: int, finished: bool) -> None:
-    """The sequence lets go of its `blocks`; a finished one first registers the full blocks of
-    its whole sequence (a session's next turn resends them); a preempted one keeps only the
-    registrations its prefill made."""
-    if finished:
-        full = min(blocks, (seq.prefill + seq.decode - 1) // cache.block_size)
-        if full > seq.reg:
-            cache.register(seq.keys, seq.reg, full, seq.shared)
-    dropped = cache.release_shared(seq.shared)
-    cache.release(blocks - len(seq.shared) + dropped)
-    seq.shared = []
-    seq.reg = 0
+    # --- the index ------------------------------------------------------------------------------
+    def _lookup(self, runs: tuple[Run, ...], limit: int) -> tuple[int, int]:
+        """(leading blocks of `runs` held here, at most `limit`; of them, free now)."""
+        chains = self.chains
+        hits = revived = 0
+        for chain, lo, hi in runs:
+            end = lo + limit - hits
+            if end > hi:
+                end = hi
+            pieces = chains.get(chain)
+            if end <= lo or pieces is None:
+                break
+            if len(pieces) == 1:  # most chains are one piece
+                piece = pieces[0]
+                if piece.lo > lo or piece.hi <= lo:
+                    break
+                j = piece.hi if piece.hi < end else end
+                hits += j - lo
+                if piece.refs == 0:
+                    revived += j - lo
+            else:
+                j = self._lookup_pieces(pieces, lo, end)
+                hits += j[0] - lo
+                revived += j[1]
+                j = j[0]
+            if j < hi:
+                break
+        return hits, revived
+
+    @staticmethod
+    def _lookup_pieces(pieces: list[Piece], lo: int, end: int) -> tuple[int, int]:
+        """How far from `lo` (up to `end`) the pieces run unbroken; the free blocks on the way."""
+        i = bisect_right(pieces, lo, key=_lo) - 1
+        j, revived = lo, 0
+        while j < end and 0 <= i < len(pieces):
+            piece = pieces[i]
+            if piece.lo > j or piece.hi <= j:
+                break
+            n = (piece.hi if piece.hi < end else end) - j
+            if piece.refs == 0:
+                revived += n
+            j += n
+            i += 1
+        return j, revived
+
+    def _reference(self, runs: tuple[Run, ...], hits: int, shared: list[Run]) -> None:
+        """Reference the first `hits` blocks of `runs` (all held here); free ones leave the free."""
+        left = hits
+        for chain, lo, hi in runs:
+            if left <= 0:
+                break
+            end = min(hi, lo + left)
+            pieces = self.chains[chain]
+            i, k = self._cut(pieces, lo, end)
+            for piece in pieces[i:k]:
+                if piece.refs == 0:
+                    self.free_blocks -= piece.hi - piece.lo
+                    piece.token = NOT_QUEUED
+                piece.refs += 1
+            self._join(pieces, i, k)
+            shared.append((chain, lo, end))
+            left -= end - lo
+
+    def _add_missing(self, runs: tuple[Run, ...], start: int, stop: int, shared: list[Run]) -> int:
+        """Register blocks `start..stop-1` of `runs` that no one has registered (held by the
+        caller, added to `shared`); those registered meanwhile stay the caller's own."""
+        added = 0
+        chains = self.chains
+        # runs are contiguous from block 0: start at the one holding `start`
+        for index in range(bisect_right(runs, start, key=_hi), len(runs)):
+            chain, lo, hi = runs[index]
+            if lo >= stop:
+                break
+            a = lo if lo > start else start
+            b = hi if hi < stop else stop
+            pieces = chains.get(chain)
+            if pieces is None:  # nothing of this chain yet: one new piece
+                chains[chain] = [Piece(chain, a, b, 1)]
+                shared.append((chain, a, b))
+                added += b - a
+            else:
+                added += self._fill_gaps(pieces, chain, a, b, shared)
+        return added
+
+    def _fill_gaps(self, pieces: list[Piece], chain: int, a: int, b: int, shared: list[Run]) -> int:
+        """New pieces (held once) where no piece covers `[a, b)`."""
+        added = 0
+        i = bisect_right(pieces, a, key=_lo)
+        if i > 0 and pieces[i - 1].hi > a:
+            a = min(pieces[i - 1].hi, b)
+        first = i
+        while a < b:
+            next_lo = pieces[i].lo if i < len(pieces) else b
+            if next_lo > a:
+                end = min(next_lo, b)
+                pieces.insert(i, Piece(chain, a, end, 1))
+                shared.append((chain, a, end))
+                added += end - a
+                a = end
+            else:
+                a = pieces[i].hi
+            i += 1
+        self._join(pieces, first, i)
+        return added
+
+    def _release(self, shared: list[Run]) -> int:
+        """One request lets go of its registered blocks; returns those no one holds any more
+        (they stay cached, free, queued for eviction under this release's stamp)."""
+        self.releases += 1
+        stamp = self.releases
+        dropped = 0
+        chains = self.chains
+        for chain, lo, hi in shared:
+            pieces = chains[chain]
+            if len(pieces) == 1 and pieces[0].lo == lo and pieces[0].hi == hi:
+                todo = pieces  # the common case: the run is its chain's one piece
+                i, k = 0, 1
+            else:
+                i, k = self._cut(pieces, lo, hi)
+                todo = pieces[i:k]
+            for piece in todo:
+                piece.refs -= 1
+                if piece.refs == 0:
+                    piece.stamp = stamp
+                    dropped += piece.hi - piece.lo
+                    self._queue(piece)
+            if len(pieces) > 1:
+                self._join(pieces, i, k)
+        self.free_blocks += dropped
+        return dropped
+
+    def _evict(self, count: int) -> None:
+        """Drop the `count` free blocks first in eviction order."""
+        queue, chains, pop = self.queue, self.chains, heapq.heappop
+        self.free_blocks -= count
+        while count:
+            _, _, token, piece = queue[0]
+            if piece.token != token:
+                pop(queue)  # an entry left behind by a split, join or revival
+                continue
+            size = piece.hi - piece.lo
+            if size > count:
+                # from its top; its entry stays first (no piece of an older release is left,
+                # and this release's other pieces lie below it)
+                piece.hi -= count
+                return
+            pop(queue)
+            count -= size
+            piece.token = NOT_QUEUED
+            pieces = chains[piece.chain]
+            if len(pieces) == 1:
+                del chains[piece.chain]
+            else:
+                del pieces[bisect_left(pieces, piece.lo, key=_lo)]
+
+    # --- pieces: split, join, queue ---------------------------------------------------------------
+    def _cut(self, pieces: list[Piece], lo: int, hi: int) -> tuple[int, int]:
+        """Split pieces at `lo` and `hi`; the indexes of the pieces that cover `[lo, hi)`."""
+        if len(pieces) == 1 and pieces[0].lo == lo and pieces[0].hi == hi:
+            return 0, 1  # the common case: a chain's one piece is the run
+        self._split_at(pieces, lo)
+        self._split_at(pieces, hi)
+        return bisect_left(pieces, lo, key=_lo), bisect_left(pieces, hi, key=_lo)
+
+    def _split_at(self, pieces: list[Piece], at: int) -> None:
+        i = bisect_right(pieces, at, key=_lo) - 1
+        if i < 0:
+            return
+        piece = pieces[i]
+        if piece.lo < at < piece.hi:
+            upper = Piece(piece.chain, at, piece.hi, piece.refs, piece.stamp)
+            piece.hi = at
+            pieces.insert(i + 1, upper)
+            if piece.refs == 0:
+                self._queue(piece)
+                self._queue(upper)
+
+    def _join(self, pieces: list[Piece], first: int, stop: int) -> None:
+        """Join neighbours in the same state among `pieces[first - 1 .. stop]` (fewer pieces,
+        the same blocks: free ones only within one release, whose order they keep)."""
+        if len(pieces) == 1:
+            return
+        i = max(first - 1, 0)
+        last = min(stop, len(pieces) - 1)
+        while i < last:
+            left, right = pieces[i], pieces[i + 1]
+            if (
+                left.hi == right.lo
+                and left.refs == right.refs
+                and (left.refs or left.stamp == right.stamp)
+            ):
+                left.hi = right.hi
+                del pieces[i + 1]
+                last -= 1
+                if left.refs == 0:
+                    right.token = NOT_QUEUED
+                    self._queue(left)
+            else:
+                i += 1
+
+    def _queue(self, piece: Piece) -> None:
+        piece.token = token = next(self.tokens)
+        heapq.heappush(self.queue, (piece.stamp, -piece.hi, token, piece))

@@ -30,17 +30,20 @@ import simpy
 
 from simsched.sim.cluster.contract import LatencyModel
 from simsched.sim.cluster.fast_forward import Jump, plan_jump
-from simsched.sim.cluster.prefix_cache import (
-    make_pool,
-    peek_seq,
-    register_done,
-    release_seq,
-    take_seq,
-)
+from simsched.sim.cluster.kv_memory import KvMemory, PlainKv
+from simsched.sim.cluster.prefix_cache import PrefixCachedKv
 from simsched.sim.cluster.sequences import DecodeSet, Seq, ceil_div
 from simsched.sim.kernel import RELEASE, SCHEDULER, At, AtInstant
 from simsched.sim.recorder import Recorder
 from simsched.sim.requests import Request
+
+
+def build_kv_memory(
+    env: simpy.Environment, capacity: int, config: Any, recorder: Recorder
+) -> KvMemory:
+    """The replica's KV memory: prefix-cached when `cluster.prefix_caching` is on."""
+    kind = PrefixCachedKv if config.prefix_caching else PlainKv
+    return kind(env, capacity, config.block_size, recorder)
 
 
 class NoObserver:
@@ -79,8 +82,10 @@ class Replica:
         self.on_room = lambda: None  # set by the cluster: a request left the waiting queue
         self.observer: Any = NoObserver()
         self.capacity = config.blocks_per_replica
-        self.pool = make_pool(self.capacity, config)
-        self.cache = self.pool if config.prefix_caching else None  # a PrefixCachePool
+        self.kv = build_kv_memory(env, self.capacity, config, recorder)
+        # blocks held now, mid-jump included: the memory's own view, bound once (routers and
+        # the KV gate ask it for every replica on every request)
+        self.blocks_in_use = self.kv.in_use
         # an idle replica batches what is placed on it within one scheduling step; vLLM's
         # free-block watermark for admitting waiting requests, in blocks (floored, as vLLM's
         # block manager does); docs/continuous_batching.md, "An iteration"
@@ -100,12 +105,6 @@ class Replica:
         self._end = 0.0
 
     # --- what others read ---------------------------------------------------------------
-    def blocks_in_use(self) -> int:
-        jump = self.jump
-        if jump is None:
-            return self.pool.level
-        return self.pool.level + jump.need[jump.index_at(self.env.now)]
-
     def outstanding(self) -> int:
         return len(self.running) + len(self.waiting)
 
@@ -145,7 +144,7 @@ class Replica:
         # as vLLM: after a preemption no waiting request starts this iteration
         if not preempted and (self.steps == 1 or it % self.steps == 0 or not self.running):
             need = self._admit_waiting(plan, need, budget, free)
-        self.pool.hold(need)
+        self.kv.hold(need)
         prefill = pairs = context = 0
         for seq, chunk, blocks in plan:
             seq.blocks += blocks
@@ -162,14 +161,14 @@ class Replica:
         self.chunks = plan
         self.batch_tokens = prefill + decodes
         end = self.t + step
-        self.observer.iteration(self.index, self.t, end, prefill, decodes, self.pool.level)
+        self.observer.iteration(self.index, self.t, end, prefill, decodes, self.kv.level)
         self._schedule(end)
 
     def _plan_running(self, it: int) -> tuple[list, int, int, int, bool]:
         """Chunks for running prefills and the blocks this iteration needs, preempting as needed."""
         preempted = False
         while True:
-            free = self.capacity - self.pool.level
+            free = self.kv.free()
             need = self.decoding.new_blocks(it)
             budget = self.max_tokens - self.decoding.count
             plan = []
@@ -189,13 +188,13 @@ class Replica:
 
     def _admit_waiting(self, plan: list, need: int, budget: int, free: int) -> int:
         """Start waiting requests from the front while budget, seats and blocks allow."""
-        waiting, cache = self.waiting, self.cache
+        waiting, kv = self.waiting, self.kv
         left = False
         while waiting and budget > 0 and len(self.running) < self.max_seqs:
             seq = waiting[0]
             # cached leading blocks (prefix caching) need no compute and no new block; those
             # that are free now leave the free blocks
-            hits, revived = peek_seq(cache, seq) if cache is not None else (0, 0)
+            hits, revived = kv.prompt_hits(seq)
             done = hits * self.block_size
             chunk = min(seq.target - done, budget)
             blocks = ceil_div(done + chunk, self.block_size) - hits
@@ -209,9 +208,8 @@ class Replica:
             if self.running and need + revived + whole > free - self.watermark:
                 break
             waiting.popleft()
-            if cache is not None:
-                take_seq(cache, seq, hits, self.recorder)
-                need += revived
+            kv.start(seq, hits)
+            need += revived
             self.running[seq.request.seq] = seq
             self.prefilling.append(seq)
             plan.append((seq, chunk, blocks))
@@ -230,7 +228,7 @@ class Replica:
         else:
             blocks = seq.blocks
             self.prefilling.remove(seq)
-        self._release(seq, blocks, finished=False)
+        self.kv.preempt(seq, blocks)
         seq.restart()
         self.waiting.appendleft(seq)
         self.recorder.preempted(seq.request)
@@ -250,11 +248,10 @@ class Replica:
             self._end_step()
 
     def _end_step(self) -> None:
-        it, end = self.it, self._end
+        it, end, kv = self.it, self._end, self.kv
         for seq, chunk, _ in self.chunks:
             seq.done += chunk
-            if self.cache is not None:
-                register_done(self.cache, seq)
+            kv.computed(seq)
             if seq.done == seq.target:
                 self._prefilled(seq, it, end)
         self.chunks = []
@@ -278,24 +275,18 @@ class Replica:
             self._finish(seq, ceil_div(it + seq.off, self.block_size), end)
 
     def _finish(self, seq: Seq, blocks: int, end: float) -> None:
-        self._release(seq, blocks, finished=True)
+        self.kv.finish(seq, blocks)
         del self.running[seq.request.seq]
         self.recorder.finished(seq.request, end + self.last_ms)
-
-    def _release(self, seq: Seq, blocks: int, finished: bool) -> None:
-        if self.cache is None:
-            self.pool.release(blocks)
-        else:
-            release_seq(self.cache, seq, blocks, finished)
 
     # --- fast-forward (planned in fast_forward.py) ----------------------------------------
     def _start_jump(self) -> bool:
         """Jump over the decode-only iterations ahead, if there are enough to be worth it."""
-        free = self.capacity - self.pool.level
-        jump = plan_jump(self.decoding, self.it, self.t, free, self.latency)
+        jump = plan_jump(self.decoding, self.it, self.t, self.kv.free(), self.latency)
         if jump is None:
             return False
         self.jump = jump
+        self.kv.grow(jump)
         self.batch_tokens = self.decoding.count
         self._schedule(jump.ends[-1])
         return True
@@ -307,7 +298,7 @@ class Replica:
 
     def _end_jump(self) -> None:
         jump, self.jump = self.jump, None
-        self.pool.hold(jump.need[jump.k - 1])
+        self.kv.end_growth()
         end = jump.ends[jump.k - 1]
         self._finish_decodes(jump.last, end)
         self.it, self.t = jump.last + 1, end

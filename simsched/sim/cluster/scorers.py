@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from simsched.sim.requests import Request
+from simsched.workload.prefixes import KEY_SPAN, Run
 
 ROUTER_STREAM = 0x524F55544552  # "ROUTER": the router's own child of the scenario seed
 BUFFER = 4096
@@ -45,35 +46,47 @@ class TieBreak:
 
 
 class PromptKeys:
-    """The block keys of the request being routed and how many of them could hit (never the
-    last prompt token), computed once per request for all scorers."""
+    """The key runs of the request being routed and how many of its blocks could hit (never
+    the last prompt token), computed once per request for all scorers; its block keys only for
+    the approximate scorer, which indexes keys."""
 
     def __init__(self, block_size: int) -> None:
         self.block_size = block_size
         self._request: Request | None = None
-        self._keys: tuple[list[int], int] = ([], 0)
+        self._runs: tuple[tuple[Run, ...], int] = ((), 0)
+        self._keys: list[int] | None = None
 
-    def __call__(self, request: Request) -> tuple[list[int], int]:
+    def __call__(self, request: Request) -> tuple[tuple[Run, ...], int]:
         if request is not self._request:
             prefix, size = request.prefix, self.block_size
             self._request = request
-            self._keys = (
-                ([], 0)
+            self._keys = None
+            self._runs = (
+                ((), 0)
                 if prefix is None
-                else (prefix.keys(size), (max(1, request.prefill_tokens) - 1) // size)
+                else (prefix.runs(size), (max(1, request.prefill_tokens) - 1) // size)
             )
-        return self._keys
+        return self._runs
+
+    def keys(self, request: Request) -> tuple[list[int], int]:
+        runs, limit = self(request)
+        if self._keys is None:
+            self._keys = [chain * KEY_SPAN + j for chain, lo, hi in runs for j in range(lo, hi)]
+        return self._keys, limit
 
 
 class PrefixCacheScorer:
+    """Reads each candidate's KV memory as it is at this instant (a fast-forward jump's
+    evictions included), so fast-forward on and off route alike."""
+
     def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
         self.keys = keys
 
     def scores(self, request: Request, candidates: list[Any]) -> list[float]:
-        keys, limit = self.keys(request)
-        if limit == 0 or not keys:
+        runs, limit = self.keys(request)
+        if limit == 0 or not runs:
             return [0.0] * len(candidates)
-        return [r.pool.longest_hit(keys, limit) / limit for r in candidates]
+        return [r.kv.hit_blocks(runs, limit) / limit for r in candidates]
 
     def routed(self, request: Request, replica: Any) -> None:
         pass
@@ -86,7 +99,7 @@ class ApproxPrefixScorer:
         self.capacity = [r.capacity for r in replicas]
 
     def scores(self, request: Request, candidates: list[Any]) -> list[float]:
-        keys, limit = self.keys(request)
+        keys, limit = self.keys.keys(request)
         if limit == 0 or not keys:
             return [0.0] * len(candidates)
         out = []
@@ -101,7 +114,7 @@ class ApproxPrefixScorer:
         return out
 
     def routed(self, request: Request, replica: Any) -> None:
-        keys, _ = self.keys(request)
+        keys, _ = self.keys.keys(request)
         seen = self.index[replica.index]
         for key in keys:
             seen[key] = None

@@ -29,8 +29,9 @@ class Seq:
         "blocks",
         "off",
         "finish",
-        "keys",
+        "runs",
         "shared",
+        "shared_blocks",
         "reg",
     )
 
@@ -44,10 +45,11 @@ class Seq:
         self.blocks = 0  # held, while in prefill (the DecodeSet knows them afterwards)
         self.off = 0  # while decoding: its tokens = iteration index + off
         self.finish = -1  # while decoding: the iteration at whose end it finishes; -1 otherwise
-        # prefix caching only (prefix_cache.py): block keys, registered blocks held, blocks
-        # considered for registration so far
-        self.keys: list[int] | None = None
-        self.shared: list[int] = []
+        # prefix caching only (prefix_cache.py): the prompt's key runs, the registered blocks it
+        # holds (as runs, and their count), blocks considered for registration so far
+        self.runs: tuple | None = None
+        self.shared: list[tuple[int, int, int]] = []
+        self.shared_blocks = 0
         self.reg = 0
 
     def restart(self) -> None:

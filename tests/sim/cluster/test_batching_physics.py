@@ -63,7 +63,7 @@ def watch(monkeypatch: pytest.MonkeyPatch):
         table = build_workload(scenario)
         recorder = run_variant(scenario, table).recorder
         for replica in clusters[0].replicas:
-            assert replica.pool.level == 0 and not replica.running and not replica.waiting
+            assert replica.kv.level == 0 and not replica.running and not replica.waiting
         return recorder, watcher, table
 
     return run
