@@ -91,6 +91,10 @@ class ReactiveFeed:
         """Under `evaluate_at: arrival`: pre-generated requests at their instants; scheduled
         ones are delivered by their own timers."""
         self.deliver = deliver
+        # turns due now whose timers fired before this process started (session starts at 0)
+        # found no one to deliver them: deliver them at once, not at the next timer
+        for request in self.take_until(env.now):
+            deliver(request)
         while self.static.next_arrival_ms is not None:
             arrival = self.static.next_arrival_ms
             if arrival > env.now:
