@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from simsched.config.overrides import (
     OverrideError,
     apply_overrides,
-    format_assignment,
+    assignment_texts,
     overlapping,
     parse_assignment,
 )
@@ -33,7 +33,8 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
     path = Path(path)
     label = str(path)
     raw = parse_yaml_mapping(read_text(path, "scenario file", MAX_SCENARIO_BYTES), label)
-    return scenario_from_mapping(raw, overrides, label, path.parent)
+    # absolute: `with_overrides` resolves against it later, whatever the working folder is then
+    return scenario_from_mapping(raw, overrides, label, Path(os.path.abspath(path.parent)))
 
 
 def scenario_from_mapping(
@@ -45,7 +46,7 @@ def scenario_from_mapping(
         versions.append((f"--set {text}", _override(versions[-1][1], text, label)))
     if base_dir is not None:
         _resolve_paths(versions[-1][1], base_dir)
-    scenario = _validate_versions(versions, label)
+    scenario = _validate_versions(versions, label).located_in(base_dir)
     resolve_variants(scenario, label)  # a bad variant is a bad file: fail now, not mid-run
     return scenario
 
@@ -163,7 +164,9 @@ def _resolve_paths(root: Any, base_dir: Path) -> None:
 
 
 def _is_path_key(key: Any) -> bool:
-    return isinstance(key, str) and (key in ("path", "hf_config") or key.endswith(".path"))
+    return isinstance(key, str) and (
+        key in ("path", "hf_config") or key.endswith((".path", ".hf_config"))
+    )
 
 
 def shadowing_variants(
@@ -193,12 +196,16 @@ def settings_of(scenario: Scenario) -> dict[str, Any]:
 
 def override_scenario(scenario: Scenario, overrides: dict[str, Any] | list[str]) -> Scenario:
     """`scenario` with settings changed, validated as `--set` is (`Scenario.with_overrides`)."""
-    texts = (
-        [format_assignment(path, value) for path, value in overrides.items()]
-        if isinstance(overrides, dict)
-        else list(overrides)
-    )
-    return scenario_from_mapping(settings_of(scenario), texts, scenario.name)
+    try:
+        texts = assignment_texts(overrides)
+    except OverrideError as exc:
+        where = _join_where("with_overrides", exc.path)
+        raise InputError(scenario.name, where, exc.problem) from None
+    return scenario_from_mapping(settings_of(scenario), texts, scenario.name, scenario.folder)
+
+
+def _join_where(context: str, path: str) -> str:
+    return f"{context} {path}" if path else context
 
 
 def checked(scenario: Scenario) -> Scenario:

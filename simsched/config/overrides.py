@@ -65,6 +65,40 @@ def format_assignment(path: str, value: Any) -> str:
     return f"{path}={json.dumps(value)}"
 
 
+def assignment_texts(overrides: Any) -> list[str]:
+    """`Scenario.with_overrides`'s argument as `--set` texts: a mapping of path to a value JSON
+    can write, or a list of `PATH=VALUE` strings. Anything else is an `OverrideError` naming
+    the entry, as `--set` names a bad flag."""
+    if isinstance(overrides, dict):
+        return [_assignment_text(path, value) for path, value in overrides.items()]
+    if not isinstance(overrides, (list, tuple)):
+        raise OverrideError(
+            "",
+            f"overrides are a mapping {{path: value}} or a list of 'PATH=VALUE' strings, "
+            f"not {type(overrides).__name__}",
+        )
+    for index, text in enumerate(overrides):
+        if not isinstance(text, str):
+            raise OverrideError(
+                f"[{index}]", f"must be a 'PATH=VALUE' string, not {type(text).__name__}"
+            )
+    return list(overrides)
+
+
+def _assignment_text(path: Any, value: Any) -> str:
+    if not isinstance(path, str):
+        raise OverrideError(repr(path), f"a path is a string, not {type(path).__name__}")
+    try:
+        json.dumps(value, allow_nan=False)  # what --set could have been given, no more
+    except (TypeError, ValueError):
+        raise OverrideError(
+            path,
+            f"{value!r:.80} cannot be a setting (numbers, strings, booleans, null, and lists "
+            "and mappings of them only)",
+        ) from None
+    return format_assignment(path, value)
+
+
 def get_path(raw: Any, path: str) -> Any:
     """The value at `path` in `raw`; a malformed path is an `OverrideError`.
 

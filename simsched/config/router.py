@@ -18,14 +18,15 @@ CACHE_SCORERS = ("prefix_cache",)  # read the replicas' simulated caches
 
 
 class ScorerSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict, as every scenario model is: a weight of "3" or `true` is a typo, not a number
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: Literal["prefix_cache", "prefix_cache_approx", "queue_depth", "kv_utilization"]
     weight: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] = 1.0
 
 
 class WeightedRouter(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     scorers: Annotated[list[ScorerSpec], Field(min_length=1)]
 

@@ -7,9 +7,18 @@ ignored setting.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
 from simsched.config.arrival_kinds import ArrivalSpec
 from simsched.config.cluster import ClusterConfig, TokenServerConfig
@@ -163,6 +172,10 @@ class Scenario(Model):
     timeline: Timeline = Field(default_factory=Timeline)
     limits: Limits = Field(default_factory=Limits)
     variants: list[Variant] = Field(default_factory=list)
+    # The folder relative paths in the file are read from (not a setting: `load_scenario` sets
+    # it), so that `with_overrides` resolves a new relative path exactly as `--set` does.
+    # None for a scenario built in Python: its relative paths stay relative to the working folder.
+    _folder: Path | None = PrivateAttr(default=None)
 
     @field_validator("tenants")
     @classmethod
@@ -198,6 +211,16 @@ class Scenario(Model):
         from simsched.config.loading import override_scenario  # loading imports this module
 
         return override_scenario(self, overrides)
+
+    @property
+    def folder(self) -> Path | None:
+        """The scenario file's folder (None: not read from a file)."""
+        return self._folder
+
+    def located_in(self, folder: Path | None) -> Scenario:
+        """This scenario, remembering the folder its relative paths are read from."""
+        self._folder = folder
+        return self
 
     def tenant_ids(self) -> list[str]:
         return [t.id for t in self.tenants]

@@ -9,6 +9,7 @@ asks for others (`mode`): temporaries start private (0600, 0700), outputs are no
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -45,7 +46,8 @@ def staging_folder(target: Path, mode: int | None = None) -> Iterator[Path]:
     try:
         parent = target.resolve().parent
         parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=parent))
+        remove_stale_staging(parent, target.name)
+        staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(target.name), dir=parent))
         staging.chmod(_permissions(mode, 0o777))
     except OSError as exc:
         raise cannot_write(target, "--out", exc) from None
@@ -53,6 +55,38 @@ def staging_folder(target: Path, mode: int | None = None) -> Iterator[Path]:
         yield staging
     finally:  # after a whole-folder move there is nothing left to remove
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _staging_prefix(name: str) -> str:
+    # the writer's process id in the name: a later write of the same target can tell a folder
+    # whose writer was killed (SIGKILL runs no cleanup) from one another run is writing now
+    return f".{name}-{os.getpid()}-"
+
+
+def remove_stale_staging(parent: Path, name: str) -> list[Path]:
+    """Remove the staging folders of target `name` in `parent` whose writer process is gone;
+    the removed paths. A folder without a writer id (or whose id is alive) is left alone."""
+    # mkdtemp's suffix is 8 of [a-z0-9_]: no dash, so a target named `out-12` is never `out`'s
+    pattern = re.compile(rf"\.{re.escape(name)}-(\d+)-[a-z0-9_]{{8}}")
+    removed = []
+    for entry in parent.iterdir():
+        match = pattern.fullmatch(entry.name)
+        if match and entry.is_dir() and not entry.is_symlink() and _gone(int(match[1])):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
+def _gone(pid: int) -> bool:
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)  # asks, sends nothing
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # another user's process: not ours to judge
+    return False
 
 
 def publish_folder(staging: Path, target: Path) -> list[Path]:

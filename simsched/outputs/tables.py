@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pandas as pd
+
 from simsched.results.frames import SimulationResult, admitted
 from simsched.sim.recorder import SHED_REASONS
 
@@ -29,6 +31,7 @@ def comparison_table(result: SimulationResult) -> str:
             for v in variants
         ]
         rows += _tenant_rows(per_variant)
+        rows += _tenant_turn_rows(per_variant)
         rows += _tenant_hit_rows(result, per_variant)
     return _render(rows, title=_title(result))
 
@@ -72,6 +75,7 @@ def _overall_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
         ),
         ("  peak KV held (fullest replica)", [_held(c) for c in capacity]),
         *_hit_rows(result),
+        *_turn_rows(result),
         (f"  interactive p99 TTFT <= {limit:g} ms", [_verdict(v["met"]) for v in slo]),
         (
             "  Jain index, admitted work / weight",
@@ -129,6 +133,33 @@ def _hit_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
             "  prefix hit rate",
             [f"{caches[v]['hit_rate']:.4f}" if v in caches else "off" for v in result.variants],
         )
+    ]
+
+
+def _turn_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
+    """Over every session tenant, only when some variant has them ("-": a variant without)."""
+    if not result.sessions:
+        return []
+    overall = [result.sessions.get(v, {}).get("all") for v in result.variants]
+    return _turn_cells(overall, " (sessions)")
+
+
+def _tenant_turn_rows(per_variant: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """A session tenant's turns: the shed rate counts requests (a retry is one more), these
+    count what its users asked and got."""
+    rows = [None if pd.isna(row.get("turns_planned")) else row for row in per_variant]
+    return _turn_cells(rows, "") if any(rows) else []
+
+
+def _turn_cells(rows: list[dict[str, Any] | None], suffix: str) -> list[tuple[str, list[str]]]:
+    def column(key: str, fmt=str) -> list[str]:
+        return ["-" if row is None else fmt(row[key]) for row in rows]
+
+    return [
+        (f"  turns planned{suffix}", column("turns_planned")),
+        (f"  turns answered{suffix}", column("turns_answered")),
+        (f"  sessions cut short{suffix}", column("sessions_cut_short")),
+        (f"  turn loss rate{suffix}", column("turn_loss_rate", lambda v: f"{v:.4f}")),
     ]
 
 

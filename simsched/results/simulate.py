@@ -16,7 +16,7 @@ from simsched.results.fairness import fairness_summary
 from simsched.results.frames import REQUEST_COLUMNS, SimulationResult, variant_frame
 from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
 from simsched.results.summaries import capacity_summary, slo_verdict, summarize
-from simsched.results.tenants import tenant_metric_rows
+from simsched.results.tenants import session_summary, tenant_frame, tenant_metric_rows
 from simsched.sim.engine import request_costs, run_variant
 from simsched.sim.reactive import has_reactive, session_columns
 from simsched.sim.timeline import TIMELINE_COLUMNS
@@ -43,7 +43,7 @@ def simulate(
     chosen = select_variants(resolve_variants(scenario), variants, scenario.name)
     workloads = {} if workloads is None else workloads
     frames, tenants, timelines = [], [], []
-    summaries, slo, fairness, capacity, prefix_cache = {}, {}, {}, {}, {}
+    summaries, slo, fairness, capacity, prefix_cache, sessions = {}, {}, {}, {}, {}, {}
     caching = any(caching_on(resolved) for _, resolved in chosen)
     for name, resolved in chosen:
         table = variant_workload(name, resolved, workloads, scenario)
@@ -63,6 +63,8 @@ def simulate(
             add_tenant_hit_rates(frame, rows)
         if caching_on(resolved):
             prefix_cache[name] = replica_summary(frame, resolved.cluster.replicas)
+        if session_summary(rows):
+            sessions[name] = session_summary(rows)
         capacity[name] = capacity_summary(run.timeline, rows[-1], run.kv_peak_ratio)
         slo[name] = slo_verdict(resolved, frame, summaries[name], rows)
         fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
@@ -75,12 +77,13 @@ def simulate(
         scenario=scenario,
         variants=[name for name, _ in chosen],
         requests=requests,
-        tenants=pd.DataFrame(tenants),
+        tenants=tenant_frame(tenants, sessions=bool(sessions)),
         summaries=summaries,
         slo=slo,
         fairness=fairness,
         capacity=capacity,
         prefix_cache=prefix_cache,
+        sessions=sessions,
         timeline=_timeline(timelines, caching),
     )
 

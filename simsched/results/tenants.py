@@ -24,8 +24,13 @@ from simsched.config.loading import resolve_variants
 from simsched.results.frames import SimulationResult, admitted
 from simsched.results.percentiles import nearest_rank
 from simsched.sim.recorder import SHED_REASONS
+from simsched.workload.build import tenant_rng
+from simsched.workload.session_plans import planned_turns
 
 ALL = "all"
+# Turn-level columns: present when some variant has `sessions` tenants, empty for other tenants
+SESSION_COUNTS = ["turns_planned", "turns_answered", "sessions_cut_short"]
+SESSION_METRICS = [*SESSION_COUNTS, "turn_loss_rate"]
 LATENCIES = ("ttft_ms", "tpot_ms", "e2e_ms", "queue_wait_ms")
 PERCENTILES = (50, 90, 99)
 
@@ -33,6 +38,7 @@ PERCENTILES = (50, 90, 99)
 def tenant_metric_rows(
     variant: str, scenario, frame: pd.DataFrame, *, include_all: bool = False
 ) -> list[dict[str, Any]]:
+    planned = planned_turns(scenario, tenant_rng)
     good = good_requests(frame, scenario.slo)
     span_s = _span_ms(frame) / 1000.0
     admitted_tokens = _admitted_tokens(frame)
@@ -46,9 +52,11 @@ def tenant_metric_rows(
         row["service_share"] = _share(row["admitted_service_tokens"], admitted_tokens)
         row["weight_share"] = _share(tenant.weight, total_weight)
         row["slo_met"] = _slo_met(row, tenant.priority, scenario.slo)
+        row |= turn_metrics(frame[mine], planned, [tenant.id])
         rows.append(row)
     if include_all:
         overall = _row(variant, ALL, frame, good, span_s)
+        overall |= turn_metrics(frame, planned, scenario.tenant_ids())
         overall |= {"priority": "", "weight": total_weight, "service_share": 1.0}
         overall |= {"weight_share": 1.0, "slo_met": all(r["slo_met"] for r in rows)}
         rows.append(overall)
@@ -90,6 +98,34 @@ def _row(variant: str, tenant: str, part: pd.DataFrame, good: np.ndarray, span_s
     return row
 
 
+def turn_metrics(
+    part: pd.DataFrame, planned: dict[str, np.ndarray], tenants: list[str]
+) -> dict[str, Any]:
+    """Turn-level figures over the session tenants among `tenants` (None for the rest: they
+    send no turns). A shed turn's retry is a new request, so the shed rate counts requests;
+    these count turns: each session's planned turns against the turns answered, a turn never
+    sent (its session ended at a 429) counting as lost."""
+    sessions = [tenant for tenant in tenants if tenant in planned]
+    if not sessions:
+        return dict.fromkeys(SESSION_METRICS)
+    ok = admitted(part)
+    tenant_ids, numbers = part["tenant_id"].to_numpy(), part["session"].to_numpy()
+    total = answered_total = cut_short = 0
+    for tenant in sessions:
+        turns = planned[tenant]
+        mine = numbers[ok & (tenant_ids == tenant)].astype(np.int64)
+        answered = np.bincount(mine, minlength=len(turns))
+        total += int(turns.sum())
+        answered_total += int(answered.sum())
+        cut_short += int((answered < turns).sum())
+    return {
+        "turns_planned": total,
+        "turns_answered": answered_total,
+        "sessions_cut_short": cut_short,
+        "turn_loss_rate": round(1.0 - answered_total / total, 6) if total else 0.0,
+    }
+
+
 def _slo_met(row: dict[str, Any], priority: str, slo) -> bool:
     """The tenant's p99 TTFT (and p99 TPOT, where a target is set) within its class's targets."""
     ttft, tpot = (
@@ -114,6 +150,7 @@ COLUMNS = [
     "shed",
     *SHED_REASONS,
     "shed_rate",
+    *SESSION_METRICS,
     "admitted_service_tokens",
     "service_share",
     "weight_share",
@@ -152,7 +189,14 @@ def _or_inf(limit: float | None) -> float:
 
 # --- the same rows for sweeps, plans and reports: keyed by `tenant`, metrics only ------------
 # Counts stay integers in sweep tables; everything else is a float or a verdict.
-COUNT_METRICS = ["submitted", "admitted", "shed", *SHED_REASONS, "admitted_service_tokens"]
+COUNT_METRICS = [
+    "submitted",
+    "admitted",
+    "shed",
+    *SHED_REASONS,
+    *SESSION_COUNTS,
+    "admitted_service_tokens",
+]
 DESCRIPTIVE = ("variant", "tenant_id", "priority", "weight")
 METRIC_COLUMNS = [column for column in COLUMNS if column not in DESCRIPTIVE]
 
@@ -184,6 +228,7 @@ def class_metric_rows(result: SimulationResult) -> list[dict[str, Any]]:
         admitted_tokens = _admitted_tokens(frame)
         total_weight = sum(t.weight for t in scenario.tenants)
         classes = frame["priority_class"].to_numpy()
+        planned = planned_turns(scenario, tenant_rng)
         for name in CLASS_NAMES:
             mine = classes == name
             if not mine.any():
@@ -194,9 +239,34 @@ def class_metric_rows(result: SimulationResult) -> list[dict[str, Any]]:
             row["service_share"] = _share(row["admitted_service_tokens"], admitted_tokens)
             row["weight_share"] = _share(weight, total_weight)
             row["slo_met"] = _slo_met(row, name, scenario.slo)
+            members = [t.id for t in scenario.tenants if t.priority == name]
+            row |= turn_metrics(frame[mine], planned, members)
             rows.append(_ordered(row))
     return rows
 
 
 def _metrics(row: dict[str, Any]) -> dict[str, Any]:
-    return {column: row[column] for column in METRIC_COLUMNS}
+    # a result without sessions has no turn columns: their metrics have no value
+    return {column: row.get(column) for column in METRIC_COLUMNS}
+
+
+def tenant_frame(rows: list[dict[str, Any]], sessions: bool) -> pd.DataFrame:
+    """The result's tenant rows as a frame; the turn columns only when some variant has
+    sessions (other results' files stay as they were), their counts whole numbers with blanks
+    for tenants that send no turns."""
+    frame = pd.DataFrame(rows)
+    if not sessions:
+        return frame.drop(columns=SESSION_METRICS)
+    for column in SESSION_COUNTS:
+        frame[column] = frame[column].astype("Int64")
+    frame["turn_loss_rate"] = frame["turn_loss_rate"].astype("float64")
+    return frame
+
+
+def session_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """summary.json's turn figures of one variant: per session tenant, and `all` over them."""
+    return {
+        row["tenant_id"]: {column: row[column] for column in SESSION_METRICS}
+        for row in rows
+        if row["turns_planned"] is not None
+    }

@@ -24,7 +24,7 @@ from simsched.sim.feed import Feed
 from simsched.sim.kernel import ARRIVAL, AtInstant
 from simsched.sim.requests import Request
 from simsched.sim.session_state import Session, rough_mean
-from simsched.workload.prefixes import ChainIds, Prefix
+from simsched.workload.prefixes import ChainIds
 from simsched.workload.session_plans import SessionPlan
 from simsched.workload.table import RequestTable
 
@@ -91,6 +91,10 @@ class ReactiveFeed:
         """Under `evaluate_at: arrival`: pre-generated requests at their instants; scheduled
         ones are delivered by their own timers."""
         self.deliver = deliver
+        # turns due now whose timers fired before this process started (session starts at 0)
+        # found no one to deliver them: deliver them at once, not at the next timer
+        for request in self.take_until(env.now):
+            deliver(request)
         while self.static.next_arrival_ms is not None:
             arrival = self.static.next_arrival_ms
             if arrival > env.now:
@@ -121,7 +125,7 @@ class ReactiveFeed:
                 session.retries += 1
                 self._push(now + spec.retry_after_ms, session)  # a backoff, not a think
         else:
-            session.answered(self.interner)
+            session.answered()
             if session.turn < plan.turns[session.number]:
                 self._push(now + session.think_ms(), session)
 
@@ -216,12 +220,12 @@ class ReactiveFeed:
     def _request(self, arrival: float, session: Session) -> Request:
         plan = session.plan
         prompt, answer = session.sizes()
-        ids, ends = session.segments(self.interner)
+        prefix = session.segments(self.interner)  # shares the history's segments
         service, blocks = self.costs(prompt, answer)
         seq = len(self.rows)
         self.on_sent(seq)
         request = Request(
-            seq, plan.tenant, plan.lane, arrival, prompt, answer, service, blocks, Prefix(ids, ends)
+            seq, plan.tenant, plan.lane, arrival, prompt, answer, service, blocks, prefix
         )
         self.live[seq] = session
         if plan.kind == "sessions":  # turns count from 1

@@ -13,9 +13,15 @@ from simsched.studies.fleet import MINIMIZE, Combo, combinations
 from simsched.studies.probing import RULES
 from simsched.studies.slo import Slo, check_targets, parse_slo
 
-GUARD_METRIC = "shed_rate<=0.001"
+GUARD_LIMIT = 0.001
+GUARD_METRIC = f"shed_rate<={GUARD_LIMIT}"
+# a session tenant's guard: the shed rate counts requests (a retried turn is one more), so a
+# variant whose sessions end at their first 429 would shed "less" while serving fewer users
+TURN_GUARD_METRIC = f"turn_loss_rate<={GUARD_LIMIT}"
 SHED_GUARD = f"all.{GUARD_METRIC}"
-SHED_METRICS = frozenset({"shed", "shed_rate", *SHED_REASONS})
+SHED_METRICS = frozenset(
+    {"shed", "shed_rate", *SHED_REASONS, "turn_loss_rate", "sessions_cut_short"}
+)
 
 
 def plan_slos(texts: list[str], resolved: Scenario, label: str) -> tuple[list[Slo], list[str]]:
@@ -26,7 +32,15 @@ def plan_slos(texts: list[str], resolved: Scenario, label: str) -> tuple[list[Sl
     guards = shed_guards(parsed, resolved)
     if not guards:
         return parsed, []
-    if guards == [SHED_GUARD]:
+    if not any(slo.metric in SHED_METRICS for slo in parsed) and session_tenants(resolved):
+        note = (
+            f"no SLO judges shedding, so the plan added {', '.join(guards)}: turns lost for "
+            "session tenants (a shed turn whose session ended or ran out of retries), requests "
+            "shed for the others; a capacity that meets the latency targets only by rejecting "
+            "traffic is no answer (state a shed SLO of your own, e.g. --slo "
+            "all.turn_loss_rate<=0.01, to change it)"
+        )
+    elif guards == [SHED_GUARD]:
         note = (
             f"no SLO judges shedding, so the plan added {SHED_GUARD}: a capacity that meets the "
             "latency targets only by rejecting traffic is no answer (state a shed SLO of your "
@@ -42,12 +56,14 @@ def plan_slos(texts: list[str], resolved: Scenario, label: str) -> tuple[list[Sl
 
 def shed_guards(slos: list[Slo], resolved: Scenario) -> list[str]:
     """The default guards against hidden shedding: none when an SLO judges `all` shedding;
-    `all.shed_rate<=0.001` when no SLO judges shedding; else the same limit for each tenant
-    that no shed SLO covers (by its id or its priority class)."""
+    `all.shed_rate<=0.001` when no SLO judges shedding and no tenant sends sessions; else the
+    same limit for each tenant that no shed SLO covers (by its id or its priority class), on
+    its turn-loss rate for a session tenant and its shed rate for the others."""
     shed = [slo for slo in slos if slo.metric in SHED_METRICS]
     if any(slo.target == ALL for slo in shed):
         return []
-    if not shed:
+    sessions = session_tenants(resolved)
+    if not shed and not sessions:
         return [SHED_GUARD]
     targets = {slo.target for slo in shed}
     tenants = resolved.tenant_ids()
@@ -56,13 +72,27 @@ def shed_guards(slos: list[Slo], resolved: Scenario) -> list[str]:
         for t in resolved.tenants
         if t.id not in targets and not (t.priority in targets and t.priority not in tenants)
     ]
-    return [f"{tenant}.{GUARD_METRIC}" for tenant in open_]
+    return [
+        f"{tenant}.{TURN_GUARD_METRIC if tenant in sessions else GUARD_METRIC}" for tenant in open_
+    ]
+
+
+def session_tenants(resolved: Scenario) -> set[str]:
+    """Tenants whose users send sessions of turns (their turn-loss rate is the one to judge)."""
+    return {
+        tenant.id
+        for tenant in resolved.tenants
+        if tenant.arrivals is not None and tenant.arrivals.kind == "sessions"
+    }
 
 
 def _guard(text: str) -> Slo:
     # built, not parsed: a tenant id may hold characters an SLO expression cannot
-    target, _, limit = text.rpartition(".shed_rate<=")
-    return Slo(text, target, "shed_rate", "<=", float(limit))
+    for metric in ("turn_loss_rate", "shed_rate"):
+        target, found, limit = text.rpartition(f".{metric}<=")
+        if found:
+            return Slo(text, target, metric, "<=", float(limit))
+    raise ValueError(f"not a guard: {text!r}")  # shed_guards makes only the two above
 
 
 def check_choices(minimize: str, rule: str, seeds: int, jobs: int, label: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -21,6 +22,7 @@ from simsched.errors import InputError
 from simsched.results.simulate import simulate
 from simsched.results.tenants import metrics_rows
 from simsched.studies.grid import relabel
+from simsched.studies.orphans import watch_parent
 
 Progress = Callable[[int, int], None]
 Outcome = tuple[list[dict[str, Any]], str | None]  # a point's metrics rows, or its error
@@ -94,7 +96,13 @@ class LocalPool:
     def __enter__(self) -> LocalPool:
         if self.jobs > 1:
             context = multiprocessing.get_context(_start_method())
-            self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context)
+            # each worker ends itself if this process dies without stopping it (SIGKILL)
+            self.pool = ProcessPoolExecutor(
+                max_workers=self.jobs,
+                mp_context=context,
+                initializer=watch_parent,
+                initargs=(os.getpid(),),
+            )
         return self
 
     def __exit__(self, exc_type: type | None, *exc: object) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from simsched.config.classes import CLASS_NAMES
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
-from simsched.results.tenants import ALL, METRIC_COLUMNS
+from simsched.results.tenants import ALL, METRIC_COLUMNS, SESSION_METRICS
 
 OPERATORS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
 SLO_PATTERN = re.compile(
@@ -65,6 +65,8 @@ def check_targets(slos: list[Slo], scenario: Scenario, label: str) -> None:
             raise InputError(
                 label, f"--slo {slo.text}", f"no tenant or class {slo.target!r} (known: {known})"
             )
+        if slo.metric in SESSION_METRICS:
+            _check_sessions(slo, scenario, label)
         if slo.target in CLASS_NAMES and slo.target not in tenants:
             members = [t.id for t in scenario.tenants if t.priority == slo.target]
             if not members:  # a class with no tenant sends nothing: its SLO would judge nothing
@@ -74,3 +76,17 @@ def check_targets(slos: list[Slo], scenario: Scenario, label: str) -> None:
                     f"no tenant of the judged variant is in the {slo.target} class, so there is "
                     "nothing to judge (set a tenant's priority, or drop this SLO)",
                 )
+
+
+def _check_sessions(slo: Slo, scenario: Scenario, label: str) -> None:
+    """A turn metric has a value only over tenants that send sessions: an SLO on one of them
+    for a target without any would judge nothing and never be met."""
+    named = [t for t in scenario.tenants if t.id == slo.target]  # a tenant named like a class
+    members = named or [t for t in scenario.tenants if slo.target in (ALL, t.priority)]
+    if not any(t.arrivals is not None and t.arrivals.kind == "sessions" for t in members):
+        raise InputError(
+            label,
+            f"--slo {slo.text}",
+            f"{slo.metric} counts session turns, and {slo.target!r} sends no sessions "
+            "(judge shed_rate there instead)",
+        )

@@ -16,6 +16,7 @@ import numpy as np
 from simsched.config.limits import BYTES_PER_REQUEST
 from simsched.errors import InputError
 from simsched.workload.arrivals_rate_schedule import integral, schedule_curve
+from simsched.workload.lengths import PREFILL, clip, trace_pairs
 
 # About 31,700 years of milliseconds: float64 still resolves an eighth of a millisecond there,
 # and sums of such instants stay far from overflow.
@@ -39,10 +40,19 @@ def check_request_budget(scenario) -> None:
                 "",  # the caller names the scenario file
                 where,
                 f"the workload would have about {_amount(total)} requests (roughly "
-                f"{_amount(memory)} GiB of memory), more than limits.max_requests ({most:,}); "
-                "lower the count, rate or duration, or raise limits.max_requests if the machine "
-                "can hold them",
+                f"{_amount(memory)} GiB of memory), more than limits.max_requests ({most:,})"
+                f"{_retries_counted(tenant.arrivals)}; lower the count, rate or duration, or "
+                "raise limits.max_requests if the machine can hold them",
             )
+
+
+def _retries_counted(spec) -> str:
+    if spec.kind != "sessions" or sends_per_turn(spec) == 1:
+        return ""
+    return (
+        f", counting each session turn {sends_per_turn(spec):,} times (on_shed: retry sends a "
+        f"shed turn again up to max_retries, {spec.max_retries:,}, times: lower it)"
+    )
 
 
 def _amount(value: float) -> str:
@@ -53,8 +63,8 @@ def expected_requests(spec) -> float:
     """The requests an arrival spec is expected to give (its count, if it has one, bounds it)."""
     if spec.kind == "closed_loop":
         return float(spec.count)
-    if spec.kind == "sessions":  # sessions x turns (retries of shed turns come on top)
-        return expected_requests(spec.start) * _rough_turns(spec.turns)
+    if spec.kind == "sessions":  # sessions x turns x sends per turn
+        return expected_requests(spec.start) * _rough_turns(spec.turns) * sends_per_turn(spec)
     if spec.kind == "periodic":
         return float(spec.count)
     count = math.inf if spec.count is None else float(spec.count)
@@ -63,14 +73,24 @@ def expected_requests(spec) -> float:
     return min(count, _rate_integral(spec, spec.duration_s))
 
 
+def sends_per_turn(spec) -> int:
+    """The most requests one session turn can become: with `on_shed: retry`, a turn shed every
+    time is sent `1 + max_retries` times. The budget counts that worst case, since a gateway
+    that sheds everything makes it the actual one."""
+    return 1 + spec.max_retries if spec.on_shed == "retry" else 1
+
+
 def _rough_turns(turns) -> float:
     """A turns spec's expected value, clipped as draws are (to [min, max], at least 1).
 
     Clamping the mean is not the clipped distribution's exact mean, but it is its right order
     of size (and an upper bound when only `max` clips), which is what a budget check needs.
-    A trace-drawn spec is not read here: its `max`, when given, stands for it."""
+    A trace-drawn spec is read (its rows are what the turns are drawn from): the mean of its
+    clipped column is the exact expectation."""
     if isinstance(turns, int):
         return float(max(turns, 1))
+    if turns.dist == "trace":
+        return float(clip(turns, trace_pairs(turns)[PREFILL]).mean())
     mean = _spec_mean(turns)
     low = max(1.0, float(turns.min or 1))
     high = math.inf if turns.max is None else float(turns.max)
@@ -88,7 +108,7 @@ def _spec_mean(spec) -> float:
         return spec.median * math.exp(exponent) if exponent < 700 else math.inf  # no overflow
     if spec.dist in ("normal", "lognormal", "exponential"):
         return float(spec.mean)
-    return 1.0  # a trace without `max`: its rows are only known once read
+    raise ValueError(f"no mean for dist {spec.dist!r}")  # every dist is handled above
 
 
 def _rate_integral(spec, seconds: float) -> float:

@@ -16,6 +16,7 @@ from simsched.config.arrival_kinds import REACTIVE_KINDS
 from simsched.config.classes import CLASS_INDEX
 from simsched.workload.arrivals import arrival_times
 from simsched.workload.lengths import DECODE, draw_lengths, draw_token_lengths
+from simsched.workload.limits import check_times
 
 
 @dataclass
@@ -54,16 +55,41 @@ def session_plans(scenario, tenant_rng, prefix_rng) -> list[SessionPlan]:
     ]
 
 
-def _plan(tenant, index: int, rng: np.random.Generator, prefix_rng) -> SessionPlan:
-    arrival_rng, length_rng = rng.spawn(2)
-    turns_rng, think_rng = arrival_rng.spawn(2)
-    spec = tenant.arrivals
+def planned_turns(scenario, tenant_rng) -> dict[str, np.ndarray]:
+    """Per tenant with `sessions` arrivals, each session's planned turns: what `_plan` draws,
+    from the same streams, without the sizes (the turn-level metrics compare answers to it)."""
+    planned = {}
+    for index, tenant in enumerate(scenario.tenants):
+        if is_reactive(tenant) and tenant.arrivals.kind == "sessions":
+            arrival_rng = tenant_rng(scenario.seed, tenant.id).spawn(2)[0]
+            turns_rng = arrival_rng.spawn(2)[0]
+            planned[tenant.id] = _sessions(tenant.arrivals, index, arrival_rng, turns_rng)[1]
+    return planned
+
+
+def _sessions(
+    spec, index: int, arrival_rng: np.random.Generator, turns_rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, turns) of each session, or for closed loop (no starts, one turn per request).
+
+    `arrival_rng` draws the starts, `turns_rng` (its first child) the turns."""
+    where = f"tenants[{index}].arrivals"
     if spec.kind == "sessions":
         starts = arrival_times(spec.start, arrival_rng)
-        turns = draw_lengths(spec.turns, len(starts), turns_rng)
-    else:  # closed loop: `count` single-turn "sessions", started as clients come free
-        starts = np.zeros(0)
-        turns = np.ones(spec.count, dtype=np.int64)
+        check_times(starts, "", f"{where}.start")  # the caller names the scenario file
+        return starts, draw_lengths(spec.turns, len(starts), turns_rng)
+    # closed loop: `count` single-turn "sessions", started as clients come free; the first
+    # requests leave at start_ms, and beyond the clock bound the run could only end by
+    # blaming the cluster's speed
+    check_times(np.array([spec.start_ms]), "", f"{where}.start_ms")
+    return np.zeros(0), np.ones(spec.count, dtype=np.int64)
+
+
+def _plan(tenant, index: int, rng: np.random.Generator, prefix_rng) -> SessionPlan:
+    arrival_rng, length_rng = rng.spawn(2)
+    spec = tenant.arrivals
+    turns_rng, think_rng = arrival_rng.spawn(2)  # once: a second spawn gives other children
+    starts, turns = _sessions(spec, index, arrival_rng, turns_rng)
     total = int(turns.sum())
     message, answer = draw_token_lengths(
         tenant.prefill_tokens, tenant.decode_tokens, total, length_rng
