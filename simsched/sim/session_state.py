@@ -9,7 +9,7 @@ request keeps its prompt's prefix for the whole run).
 
 from __future__ import annotations
 
-from simsched.workload.prefixes import ChainIds, block_keys
+from simsched.workload.prefixes import ChainIds, Run, block_keys, block_runs
 from simsched.workload.session_plans import SessionPlan
 
 
@@ -46,6 +46,11 @@ class ChainedPrefix:
     def keys(self, block_size: int) -> list[int]:
         chain = self._chain()
         return block_keys([s.chain_id for s in chain], [s.end for s in chain], block_size)
+
+    def runs(self, block_size: int) -> tuple[Run, ...]:
+        """The keys as runs (what the replicas' caches index), rebuilt when asked."""
+        chain = self._chain()
+        return block_runs([s.chain_id for s in chain], [s.end for s in chain], block_size)
 
     def _chain(self) -> list[Segment]:
         chain, node = [], self.last
