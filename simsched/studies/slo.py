@@ -58,9 +58,9 @@ def parse_slo(text: str, label: str = "") -> Slo:
 
 
 def _unknown_metric(metric: str) -> str:
-    """`p99_ttft` is most likely `p99_ttft_ms`: the closest names first, then every name."""
-    close = difflib.get_close_matches(metric, METRIC_COLUMNS, n=2, cutoff=0.6)
-    guess = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    """`p99_ttft` is most likely `p99_ttft_ms`: the closest name first, then every name."""
+    close = difflib.get_close_matches(metric, METRIC_COLUMNS, n=1)
+    guess = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown metric {metric!r}{guess} (known: {', '.join(METRIC_COLUMNS)})"
 
 

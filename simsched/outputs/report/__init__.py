@@ -13,6 +13,7 @@ This module decides what each page holds; the parts live beside it in this packa
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -102,8 +103,10 @@ def sweep_targets(table: pd.DataFrame, slos: list[str], label: str) -> list[Targ
         except ValueError as exc:
             raise InputError(label, f"--slo {text}", str(exc)) from None
         if target.metric not in METRIC_COLUMNS or target.metric not in table:
-            known = ", ".join(m for m in METRIC_COLUMNS if m in table)
-            message = f"no metric {target.metric!r} (known: {known})"
+            known = [m for m in METRIC_COLUMNS if m in table]
+            close = difflib.get_close_matches(target.metric, known, n=1)
+            guess = f"; did you mean {close[0]!r}?" if close else ""
+            message = f"no metric {target.metric!r}{guess} (known: {', '.join(known)})"
             raise InputError(label, f"--slo {text}", message)
         if target.row not in rows:
             known = ", ".join(sorted(rows))
