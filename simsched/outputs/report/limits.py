@@ -19,8 +19,9 @@ def robust_limits(
     (None: show them all). Values are left out only when they lie more than SQUASH times the
     kept values' range above the highest kept one: a curve that is flat but for one value
     (no shedding but at one replica) keeps its whole range, since nothing would be squashed.
-    `floor` (a target) always stays in view; the bottom never goes below `lowest` (the metric's
-    valid range)."""
+    `floor` (a target) always stays in view. The bottom is `lowest`, the metric's lowest valid
+    value, when it has one (0 for a latency: the seed bands below the kept values stay in
+    view), else a little below the lowest kept value."""
     finite = sorted(v for v in values if math.isfinite(v))
     if len(finite) < MIN_VALUES:
         return None
@@ -33,7 +34,8 @@ def robust_limits(
     if floor is not None and math.isfinite(floor):  # the target in view, never the cause
         low, high = min(low, floor), max(high, floor)
     span = high - low
-    return max(low - HEADROOM * span, lowest), high + HEADROOM * span
+    bottom = lowest if math.isfinite(lowest) else low - HEADROOM * span
+    return bottom, high + HEADROOM * span
 
 
 def off_scale_note(values: list[float]) -> str:

@@ -32,7 +32,8 @@ def plan_report(document: dict[str, Any], folder: Path) -> None:
             knob: plan.get("answer"),
             "GPUs": plan.get("gpus"),
             "cost": money(plan.get("cost_per_hour")),
-            "result": plan.get("error") or ("" if plan.get("answer") is not None else "none meets"),
+            "result": plan.get("error")
+            or (None if plan.get("answer") is not None else "none meets"),
         }
         for plan in plans
     ]
@@ -42,6 +43,13 @@ def plan_report(document: dict[str, Any], folder: Path) -> None:
     title = f"plan: {scenario}" if scenario else f"plan: {knob}"
     write_index(folder, title, plots, [("Answer per combination", table)],
                 description=document["message"], lines=plan_lines(document))  # fmt: skip
+
+
+def _result(plan: dict[str, Any]) -> str | None:
+    """Why a combination has no answer (None when it has one: the column then drops)."""
+    if plan.get("error"):
+        return plan["error"]
+    return None if plan.get("answer") is not None else "none meets"
 
 
 def plan_lines(document: dict[str, Any]) -> list[str]:
