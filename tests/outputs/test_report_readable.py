@@ -65,6 +65,7 @@ def check_page(folder: Path) -> str:
     html = (folder / "index.html").read_text(encoding="utf-8")
     visible = re.sub(r'src="data:image/png;base64,[^"]*"', "", html)
     assert not re.search(r"\bnan\b", visible, re.IGNORECASE)
+    assert not re.search(r">\s*None\s*<", visible)  # an empty cell is empty
     assert "mathdefault" not in visible
     return visible
 
@@ -207,6 +208,8 @@ def plan_document() -> dict:
         {"answer": 3, "probes": probes("h100-80gb", 1.0), "knob": "cluster.replicas",
          "over": {"cluster.gpu": "h100-80gb"}, "gpus": 3, "cost_per_hour": 30.775,
          "warnings": []},
+        {"answer": None, "probes": [], "knob": "cluster.replicas",
+         "over": {"cluster.gpu": "h200"}, "warnings": []},  # none meets: empty cells
     ]  # fmt: skip
     return {
         "scenario": "fleet_study",
@@ -246,11 +249,13 @@ def test_plan_reports_are_readable_and_say_what_the_console_says(
         assert "<h1>plan: fleet_study</h1>" in html
         assert "interactive.p99_ttft_ms&lt;=400" in html  # the SLOs
         assert "note: 3 seeds per probe; decision rule: each SLO holds" in html
+        assert html.count("3 seeds per probe") == 1  # said once, by its note
         assert "note: prices per GPU-hour: a100-80gb $2.7 (list price)" in html
         assert "$30.77/hour" in html and "30.775" not in html
     fleet_html = check_page(tmp_path / "fleet")
     assert "warning: cluster.gpu=h100-80gb: something to know" in fleet_html
     assert "minimize cost" in fleet_html and "$8.10/hour" in fleet_html
+    assert "<td>none meets</td>" in fleet_html
     ax = figures["plan_slos.png"].axes[0]
     rings = [line for line in ax.lines if line.get_label() == plan_plots.SHED_LABEL]
     assert rings and list(rings[0].get_xdata()) == [1, 2]  # the probes that shed

@@ -39,6 +39,7 @@ def plan_report(document: dict[str, Any], folder: Path) -> None:
     ]
     # objects, not floats: a column with an empty cell must still print 3, not 3.0
     table = pd.DataFrame(rows, dtype=object).dropna(axis="columns", how="all")
+    table = table.where(table.notna(), "")  # an empty cell, never "None"
     scenario = document.get("scenario")
     title = f"plan: {scenario}" if scenario else f"plan: {knob}"
     write_index(folder, title, plots, [("Answer per combination", table)],
@@ -53,21 +54,17 @@ def _result(plan: dict[str, Any]) -> str | None:
 
 
 def plan_lines(document: dict[str, Any]) -> list[str]:
-    """What the console prints beside the table: the question (knob, variant, SLOs, seeds and
-    rule), then every note (margins, GPUs and cost, price sources, the shed guard) and warning."""
+    """What the console prints beside the table: the question (knob, variant, SLOs, what
+    `--minimize` chose by), then every note (the shed guard, seeds and decision rule, margins,
+    GPUs and cost, price sources, shedding probes) and warning."""
     goal = "largest" if document.get("direction") == "maximize" else "smallest"
     judged = f", judged on variant {document['variant']}" if document.get("variant") else ""
     question = f"The {goal} {document['knob']} meeting every SLO{judged}; "
     question += f"SLOs: {', '.join(document['slos'])}."
     if document.get("minimize") not in (None, "value"):
         question += f" Among the combinations: minimize {document['minimize']}."
-    seeds = document.get("seeds", 1)
-    runs = (
-        f"{seeds} seeds per probe, decision rule {document.get('rule')}"
-        if seeds > 1
-        else ("one seed per probe")
-    )
-    lines = [question, f"{runs.capitalize()}."]
+    several = document.get("seeds", 1) > 1  # then a note gives the seeds and the rule
+    lines = [question] if several else [question, "One seed per probe."]
     lines += [f"note: {note}" for note in document.get("notes", [])]
     lines += [f"warning: {warning}" for warning in document.get("warnings", [])]
     return lines
