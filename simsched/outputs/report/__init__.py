@@ -14,7 +14,7 @@ This module decides what each page holds; the parts live beside it in this packa
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -55,7 +55,7 @@ def write_report(result: SimulationResult, out_dir: str | Path) -> Path:
     return publish(out_dir, lambda folder: scenario_report(data, folder))
 
 
-def report(results: str | Path, out_dir: str | Path, slos: list[str] = ()) -> Path:
+def report(results: str | Path, out_dir: str | Path, slos: Sequence[str] = ()) -> Path:
     """A report of a `simsched scenario --out` folder or of a sweep table file; `slos`
     (`ROW.METRIC<=LIMIT`, a sweep's only) are the targets its first section judges."""
     path = Path(results)
@@ -118,7 +118,9 @@ def sweep_targets(table: pd.DataFrame, slos: list[str], label: str) -> list[Targ
 DEFAULT_TARGET = "all.slo_met>=1"
 
 
-def sweep_report(table: pd.DataFrame, name: str, folder: Path, targets: list[Target] = ()) -> None:
+def sweep_report(
+    table: pd.DataFrame, name: str, folder: Path, targets: Sequence[Target] = ()
+) -> None:
     """The sweep's question first (each SLO, a line per variant, its target), then the grid at a
     glance, then every metric that varies, those the SLOs judge first."""
     params = sweep_parameters(table)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,8 +105,8 @@ def write_index(
     plots: list[Plot],
     tables: list[tuple[str, pd.DataFrame]],
     description: str = "",
-    lines: list[str] = (),
-    after: list[tuple[str, pd.DataFrame]] = (),
+    lines: Sequence[str] = (),
+    after: Sequence[tuple[str, pd.DataFrame]] = (),
 ) -> None:
     """The page: the title, the description and `lines` (one paragraph each) under it, the
     tables, the plots, then the `after` tables. Tables scroll inside their own box, so a wide

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -63,7 +64,7 @@ def metric_plot(
     metric: str,
     params: list[str],
     folder: Path,
-    targets: list[Target] = (),
+    targets: Sequence[Target] = (),
 ) -> Plot:
     """Per variant a panel (wrapping at 4 a row): the metric against the first parameter. With
     one parameter, a line per tenant; with more, a line per value of the other parameters, for
