@@ -78,7 +78,7 @@ def scenario(
     from simsched.outputs.tables import comparison_table
     from simsched.results.simulate import simulate
 
-    loaded = load_scenario(file, set_)
+    loaded = load_scenario(file, set_, variant)  # the variants left out are not validated
     refuse_shadowed_overrides(loaded, set_, variant, str(file))  # as sweep and plan do
     inputs = scenario_inputs(loaded, file)  # no output may overwrite what the run reads
     for folder, flag, names in ((out, "--out", RESULT_FILES), (report, "--report", ())):

@@ -35,6 +35,8 @@ def calibrate_command(
     if out is not None and not out.parent.is_dir():  # now, not after the whole fit
         raise InputError(str(out), "--out", f"no such folder: {out.parent}")
     result = calibrate(file, jobs=jobs, fit=not no_fit, progress=_progress)
+    for warning in result.spec.warnings:
+        typer.echo(f"warning: {warning}", err=True)
     typer.echo(render(result))
     if out is not None:
         write_text_atomic(out, fragment(result, file))

@@ -4,10 +4,11 @@ and any warnings."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import typer
+
+from simsched.results.metric_ranges import clip, interval_digits, rounded_interval
 
 
 def cell(value: Any) -> str:
@@ -22,14 +23,22 @@ def estimate_cell(probe, key: str) -> str:
     found = probe.estimates.get(key)
     if found is None or found.n <= 1 or found.mean is None or found.high == found.low:
         return cell(probe.metrics[key])
+    metric = key.rpartition(".")[2]
+    if (clip(metric, found.low), clip(metric, found.high)) != (found.low, found.high):
+        return rounded_interval(metric, found.mean, found.low, found.high)  # no shed rate < 0
     return interval_text(found.mean, (found.high - found.low) / 2)
 
 
 def interval_text(mean: float, half: float) -> str:
     """`413±180`, `51.3±2.4`: the half-width to two significant digits, never in e-notation,
     and the mean to the same decimal place (more digits than the interval would be noise)."""
-    digits = max(0, 1 - math.floor(math.log10(abs(half)))) if half else 6
+    digits = interval_digits(half)
     return f"{mean:.{digits}f}±{half:.{digits}f}"
+
+
+def money_cell(cost: float | None) -> str:
+    """Dollars to the cent, as the answer's `$30.77/hour` shows them."""
+    return "-" if cost is None else f"{cost:.2f}"
 
 
 class ProbePrinter:
@@ -74,7 +83,7 @@ def combination_table(fleet) -> list[str]:
             why = "invalid" if plan.error else "none meets"
             lines.append([*cells, why, *["-"] * (len(head) - len(cells) - 1)])
             continue
-        cells += [cell(plan.answer), cell(plan.gpus), cell(plan.cost_per_hour)]
+        cells += [cell(plan.answer), cell(plan.gpus), money_cell(plan.cost_per_hour)]
         for key in keys:
             cells += [estimate_cell(at, key), cell(at.margins[key])]
         lines.append([*cells, *([cell(at.shed["all"])] if shed else [])])

@@ -119,11 +119,19 @@ def report(
         ),
     ],
     out: Annotated[Path, typer.Option(metavar="DIR", help="Folder for the plots and index.html.")],
+    slo: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="EXPR",
+            help="A sweep's SLO target, ROW.METRIC<=LIMIT (or <, >=, >), drawn and shown first; "
+            "repeatable (default: all.slo_met>=1).",
+        ),
+    ] = None,
 ) -> None:
     """Plot a scenario's results or a sweep's table into PNG files and an index.html."""
     from simsched.outputs.report import report as write
 
-    folder = write(results, out)
+    folder = write(results, out, slo or [])
     typer.echo(f"report written to {folder / 'index.html'}")
 
 

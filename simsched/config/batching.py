@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from simsched.config import presets
+from simsched.config.gpu_overrides import GpuLatencyOverrides, check_overrides, latency_for_gpu
 from simsched.config.hardware import (
     GpuSpec,
     LatencyConfig,
@@ -102,6 +103,28 @@ class ContinuousBatchingConfig(BaseModel):
     # $/GPU-hour by GPU preset name, for `plan --minimize cost`: kept when `--over cluster.gpu=...`
     # replaces the gpu mapping (a price inside that mapping goes with it); config/prices.py
     gpu_prices: dict[str, NonNegativeFloat] = Field(default_factory=dict)
+    # roofline settings by GPU preset name, kept when `--over cluster.gpu=...` swaps the GPU, so
+    # each GPU keeps its own calibration (config/gpu_overrides.py)
+    gpu_overrides: dict[str, GpuLatencyOverrides] = Field(default_factory=dict)
+
+    @field_validator("gpu_overrides")
+    @classmethod
+    def _overrides_need_the_roofline(
+        cls, overrides: dict[str, GpuLatencyOverrides], info: ValidationInfo
+    ) -> dict[str, GpuLatencyOverrides]:
+        latency, gpu = info.data.get("latency_model"), info.data.get("gpu")
+        if latency is not None:
+            check_overrides(latency, overrides)
+        known = [*presets.GPU_PRESETS, *([gpu.name] if gpu is not None else [])]
+        unknown = sorted(set(overrides) - set(known))
+        if unknown:  # a misspelt name would silently apply to nothing
+            raise ValueError(f"no GPU {unknown[0]!r} (known: {', '.join(dict.fromkeys(known))})")
+        return overrides
+
+    @property
+    def gpu_latency_model(self) -> Any:
+        """The latency model this cluster's GPU runs: `latency_model` with its overrides."""
+        return latency_for_gpu(self.latency_model, self.gpu.name, self.gpu_overrides)
 
     @field_validator("tp")
     @classmethod

@@ -28,13 +28,34 @@ from simsched.errors import InputError
 BASE_VARIANT = "base"
 
 
-def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
-    """Load, override (`["a.b=c", ...]`) and validate a scenario file, including its variants."""
+def load_scenario(
+    path: str | Path, overrides: list[str] | None = None, variants: list[str] | None = None
+) -> Scenario:
+    """Load, override (`["a.b=c", ...]`) and validate a scenario file, including its variants;
+    with `variants` (`--variant`), only those: the others are left out before validation, so
+    that a `--set` they cannot take (a router that needs prefix caching, with caching off)
+    does not refuse the run."""
     path = Path(path)
     label = str(path)
     raw = parse_yaml_mapping(read_text(path, "scenario file", MAX_SCENARIO_BYTES), label)
+    if variants:
+        raw = keep_variants(raw, variants, label)
     # absolute: `with_overrides` resolves against it later, whatever the working folder is then
     return scenario_from_mapping(raw, overrides, label, Path(os.path.abspath(path.parent)))
+
+
+def keep_variants(raw: dict[str, Any], names: list[str], label: str) -> dict[str, Any]:
+    """The raw mapping with only the named variants (an unknown name is an input error)."""
+    declared = raw.get("variants")
+    if not isinstance(declared, list):  # no variants, or a malformed list: validation says so
+        return raw
+    known = [v.get("name") for v in declared if isinstance(v, dict)]
+    for name in names:
+        if name not in known:
+            shown = ", ".join(str(k) for k in known)
+            raise InputError(label, "--variant", f"no variant {name!r} (known: {shown})")
+    kept = [v for v in declared if isinstance(v, dict) and v.get("name") in names]
+    return {**raw, "variants": kept}
 
 
 def scenario_from_mapping(

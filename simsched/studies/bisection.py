@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simsched.results.confidence import Estimate
+from simsched.results.metric_ranges import rounded_interval
 from simsched.studies.knob import Number
 from simsched.studies.slo import Slo
 
@@ -59,6 +60,12 @@ class PlanResult:
     gpus: int | None = None  # at the answer
     cost_per_hour: float | None = None  # at the answer, dollars
     error: str | None = None  # a combination the scenario rejects
+
+    def to_frame(self):
+        """Its probes as a DataFrame, a row each (`simsched.studies.plan_frame`)."""
+        from simsched.studies.plan_frame import probes_frame
+
+        return probes_frame([self])
 
     @property
     def at_answer(self) -> Probe | None:
@@ -173,7 +180,7 @@ def _judged(slo: Slo, probe: Probe) -> Any:
     estimate = probe.estimates.get(slo.key)
     if estimate is None or estimate.n <= 1:
         return probe.metrics[slo.key]
-    return f"{estimate.mean} [{estimate.low}, {estimate.high}]"
+    return rounded_interval(slo.metric, estimate.mean, estimate.low, estimate.high)
 
 
 def monotonicity_warnings(result: PlanResult) -> list[str]:
@@ -188,8 +195,23 @@ def monotonicity_warnings(result: PlanResult) -> list[str]:
             "the answer may not be the boundary"
         )
     for slo in result.slos:
-        series = [p.metrics[slo.key] for p in probes if p.metrics[slo.key] is not None]
+        # a latency at a probe that sheds covers the admitted requests only (the plan's notes
+        # say so), so it is no evidence against monotonicity: those probes are left out
+        judged = [p for p in probes if not (is_latency(slo.metric) and sheds(p))]
+        series = [p.metrics[slo.key] for p in judged if p.metrics[slo.key] is not None]
         if series not in (sorted(series), sorted(series, reverse=True)):
-            shown = ", ".join(f"{p.value}: {p.metrics[slo.key]}" for p in probes)
-            warnings.append(f"{slo.key} is not monotone in {result.knob} over the probes ({shown})")
+            shown = ", ".join(f"{p.value}: {p.metrics[slo.key]}" for p in judged)
+            admitting = " that admit every request" if len(judged) < len(probes) else ""
+            warnings.append(
+                f"{slo.key} is not monotone in {result.knob} over the probes{admitting} ({shown})"
+            )
     return warnings
+
+
+def is_latency(metric: str) -> bool:
+    return metric.endswith("_ms")
+
+
+def sheds(probe: Probe) -> bool:
+    """Whether the probe shed any request (mean shed rate across seeds above 0)."""
+    return bool(probe.shed.get("all"))

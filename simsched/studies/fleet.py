@@ -46,6 +46,7 @@ class FleetPlan:
     best: PlanResult | None = None
     message: str = ""
     notes: list[str] = field(default_factory=list)
+    scenario: str = ""  # the scenario's name, for reports
 
     def __repr__(self) -> str:
         """A short summary (the dataclass's would print every probe)."""
@@ -107,7 +108,14 @@ class FleetPlan:
                 "message": self.message,
                 "warnings": self.warnings,
             }
-        return document | {"rule": self.rule, "seeds": self.seeds, "notes": self.notes}
+        extra = {"rule": self.rule, "seeds": self.seeds, "notes": self.notes}
+        return ({"scenario": self.scenario} if self.scenario else {}) | document | extra
+
+    def to_frame(self):
+        """Every probe of every combination as a row (`simsched.studies.plan_frame`)."""
+        from simsched.studies.plan_frame import probes_frame
+
+        return probes_frame(self.plans)
 
 
 def _goal(fleet: FleetPlan) -> str:

@@ -116,7 +116,8 @@ def plan(
     spec = ProbeSpec(source.path, label, source.raw, tuple(source.overrides), knob, chosen,
                      tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule,
                      uuid.uuid4().hex)  # fmt: skip
-    fleet = FleetPlan(knob, chosen, maximize, parsed, rule, seeds, minimize, plans, notes=notes)
+    fleet = FleetPlan(knob, chosen, maximize, parsed, rule, seeds, minimize, plans, notes=notes,
+                      scenario=base.name)  # fmt: skip
     check = lambda combo, value: source.load_at(combo, knob, value, flag)  # noqa: E731
     _search(fleet, spec, jobs, dask_address, on_probe, check)
     prices: dict[str, str] = {}

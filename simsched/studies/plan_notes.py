@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simsched.studies.bisection import Probe
+from simsched.studies.bisection import PlanResult, Probe, is_latency, sheds
 from simsched.studies.fleet import FleetPlan, shown
 from simsched.studies.probing import RULES
 
@@ -23,7 +23,41 @@ def rule_notes(fleet: FleetPlan) -> list[str]:
         if result.below is not None:
             text += f"; at {result.below.value}: {_margins(result.below)}"
         notes.append(text)
+    notes += [note for result in fleet.plans if (note := shedding_note(result))]
     return notes
+
+
+def shedding_note(result: PlanResult) -> str | None:
+    """Probes that shed, when an SLO judges a latency: their latencies cover the admitted
+    requests only, and can be lower than at a larger fleet that admits everything (which is why
+    the monotonicity check leaves them out of the latency series)."""
+    if not any(is_latency(slo.metric) for slo in result.slos):
+        return None
+    rates = sorted((p.value, p.shed["all"]) for p in result.probes if sheds(p))
+    if not rates:
+        return None
+    values, shares = [v for v, _ in rates], sorted(r for _, r in rates)
+    where = f"{shown(result.combo)}: " if result.combo else ""
+    at = _span(values)
+    share = _span([percent(shares[0]), percent(shares[-1])]) + "%"
+    verb = "probes" if len(values) > 1 else "the probe"
+    sheds_ = "shed" if len(values) > 1 else "sheds"
+    return (
+        f"{where}{verb} at {result.knob}={at} {sheds_} {share}: "
+        "latency there covers admitted requests only"
+    )
+
+
+def percent(rate: float) -> str:
+    """A rate in percent: 0.7 as 70, 0.0012 as 0.12 (two significant digits below 10, so a
+    rate above 0 never shows as 0)."""
+    share = 100 * rate
+    return f"{share:.0f}" if share >= 10 else f"{share:.2g}"
+
+
+def _span(items: list) -> str:
+    first, last = items[0], items[-1]
+    return f"{first}" if first == last else f"{first}-{last}"
 
 
 def fleet_notes(fleet: FleetPlan) -> list[str]:

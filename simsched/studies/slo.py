@@ -7,6 +7,7 @@ of the metrics row, OP one of <=, <, >=, >.
 
 from __future__ import annotations
 
+import difflib
 import math
 import operator
 import re
@@ -46,8 +47,7 @@ def parse_slo(text: str, label: str = "") -> Slo:
         raise InputError(label, f"--slo {text}", "expected TENANT.METRIC<=LIMIT (or <, >=, >)")
     metric = match["metric"]
     if metric not in METRIC_COLUMNS:
-        known = ", ".join(METRIC_COLUMNS)
-        raise InputError(label, f"--slo {text}", f"unknown metric {metric!r} (known: {known})")
+        raise InputError(label, f"--slo {text}", _unknown_metric(metric))
     try:
         limit = float(match["limit"])
     except ValueError:
@@ -55,6 +55,13 @@ def parse_slo(text: str, label: str = "") -> Slo:
     if not math.isfinite(limit):
         raise InputError(label, f"--slo {text}", f"the limit {match['limit']!r} is not a number")
     return Slo(text.strip(), match["target"], metric, match["op"], limit)
+
+
+def _unknown_metric(metric: str) -> str:
+    """`p99_ttft` is most likely `p99_ttft_ms`: the closest name first, then every name."""
+    close = difflib.get_close_matches(metric, METRIC_COLUMNS, n=1)
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown metric {metric!r}{guess} (known: {', '.join(METRIC_COLUMNS)})"
 
 
 def check_targets(slos: list[Slo], scenario: Scenario, label: str) -> None:

@@ -58,7 +58,9 @@ def test_scenario_report(result: SimulationResult, tmp_path: Path) -> None:
     assert write_report(result, tmp_path / "report") == tmp_path / "report"
     assert check_report(tmp_path / "report") == SCENARIO_PLOTS
     page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
-    assert "noisy_neighbor: A batch tenant floods" in page and "tenant_batch_rag" in page
+    # the name is the title; the description sits under it, not in the <h1>
+    assert "<h1>noisy_neighbor</h1>" in page and "tenant_batch_rag" in page
+    assert '<p class="description">A batch tenant floods' in page
 
 
 def test_report_of_an_output_folder(result: SimulationResult, tmp_path: Path) -> None:

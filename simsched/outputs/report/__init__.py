@@ -13,7 +13,8 @@ This module decides what each page holds; the parts live beside it in this packa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -36,10 +37,13 @@ from simsched.outputs.report.sweep_plots import (
     grid_axes,
     heatmap,
     metric_plot,
+    slo_plot,
     sweep_parameters,
     varies,
     x_first,
 )
+from simsched.outputs.report.tables import per_tenant_tables
+from simsched.outputs.report.targets import Target, parse_target
 from simsched.outputs.sweep_table import read_table
 from simsched.results.frames import SimulationResult
 from simsched.results.tenants import METRIC_COLUMNS
@@ -51,19 +55,23 @@ def write_report(result: SimulationResult, out_dir: str | Path) -> Path:
     return publish(out_dir, lambda folder: scenario_report(data, folder))
 
 
-def report(results: str | Path, out_dir: str | Path) -> Path:
-    """A report of a `simsched scenario --out` folder or of a sweep table file."""
+def report(results: str | Path, out_dir: str | Path, slos: Sequence[str] = ()) -> Path:
+    """A report of a `simsched scenario --out` folder or of a sweep table file; `slos`
+    (`ROW.METRIC<=LIMIT`, a sweep's only) are the targets its first section judges."""
     path = Path(results)
     if not path.exists():
         raise InputError(str(path), "", "no such file or folder")
     if path.is_dir():
+        if slos:
+            raise InputError(str(path), "--slo", "SLO targets are for a sweep table's report")
         data = read_results_folder(path)
         return publish(out_dir, lambda folder: scenario_report(data, folder))
     table = read_table(path)
     missing = {"point", "variant", "tenant"} - set(table.columns)
     if missing:
         raise InputError(str(path), "", f"not a sweep table (no {', '.join(sorted(missing))})")
-    return publish(out_dir, lambda folder: sweep_report(table, path.name, folder))
+    targets = sweep_targets(table, list(slos), str(path))
+    return publish(out_dir, lambda folder: sweep_report(table, path.name, folder, targets))
 
 
 def scenario_report(data: ScenarioData, folder: Path) -> None:
@@ -76,32 +84,82 @@ def scenario_report(data: ScenarioData, folder: Path) -> None:
     plots += [service_share(data, folder)] + ([shed] if shed is not None else [])
     if has_hit_rates(data):  # some variant caches prefixes
         plots.append(prefix_hit_rates(data, folder))
-    table = data.tenants.drop(columns=["priority"], errors="ignore")
-    tables = [("Per tenant", table)]
+    tables = per_tenant_tables(data.tenants)
     if shed is None:  # no empty plot: a sentence says it
         tables.append(("No request was shed", pd.DataFrame()))
-    write_index(folder, data.title, plots, tables)
+    write_index(folder, data.title, plots, tables, description=data.description)
 
 
-def sweep_report(table: pd.DataFrame, name: str, folder: Path) -> None:
+def sweep_targets(table: pd.DataFrame, slos: list[str], label: str) -> list[Target]:
+    """The targets the first section judges: those given, each checked against the table, or
+    by default `all.slo_met>=1` (every tenant met its class SLO, in every seed)."""
+    if not slos:
+        return [parse_target(DEFAULT_TARGET)] if "slo_met" in table else []
+    targets = []
+    rows = set(table["tenant"].dropna().astype(str))
+    for text in slos:
+        try:
+            target = parse_target(text)
+        except ValueError as exc:
+            raise InputError(label, f"--slo {text}", str(exc)) from None
+        if target.metric not in METRIC_COLUMNS or target.metric not in table:
+            known = [m for m in METRIC_COLUMNS if m in table]
+            close = difflib.get_close_matches(target.metric, known, n=1)
+            guess = f"; did you mean {close[0]!r}?" if close else ""
+            message = f"no metric {target.metric!r}{guess} (known: {', '.join(known)})"
+            raise InputError(label, f"--slo {text}", message)
+        if target.row not in rows:
+            known = ", ".join(sorted(rows))
+            raise InputError(label, f"--slo {text}", f"no row {target.row!r} (known: {known})")
+        targets.append(target)
+    return targets
+
+
+DEFAULT_TARGET = "all.slo_met>=1"
+
+
+def sweep_report(
+    table: pd.DataFrame, name: str, folder: Path, targets: Sequence[Target] = ()
+) -> None:
+    """The sweep's question first (each SLO, a line per variant, its target), then the grid at a
+    glance, then every metric that varies, those the SLOs judge first."""
     params = sweep_parameters(table)
     ok = table[table["error"].isna()] if "error" in table else table
+    judged = list(dict.fromkeys(t.metric for t in targets))
     varying = [m for m in METRIC_COLUMNS if m in ok and varies(ok, m)]
-    plots = [metric_plot(ok, metric, params, folder) for metric in varying]
+    varying = [m for m in judged if m in varying] + [m for m in varying if m not in judged]
+    plots = [slo_plot(ok, list(targets), params, folder)] if targets and len(ok) else []
     axes = grid_axes(ok, x_first(ok, params))  # a numeric axis across, categories up
     if len(axes) == 2 and "p99_ttft_ms" in varying:  # two axes: the grid at a glance
-        plots.insert(0, heatmap(ok, "p99_ttft_ms", axes, folder))
+        plots.append(heatmap(ok, "p99_ttft_ms", axes, folder))
+    plots += [metric_plot(ok, metric, params, folder, list(targets)) for metric in varying]
     failed = table[table["error"].notna()] if "error" in table else table.iloc[0:0]
     tables = [("Failed points", failed[["point", *params, "error"]])] if len(failed) else []
     if len(axes) > 2:  # a heatmap of two would average percentiles over the others
         tables.append(
             (f"No heatmap: {len(axes)} swept settings vary, a grid shows two", pd.DataFrame())
         )
+    after = []
     steady = [m for m in METRIC_COLUMNS if m in ok and m not in varying]
     if steady:  # flat lines say nothing a list does not
         frame = pd.DataFrame({"metric": steady})
-        tables.append(("Metrics the sweep did not change (for any variant and tenant)", frame))
-    write_index(folder, f"sweep: {name}", plots, tables)
+        after.append(("Metrics the sweep did not change (for any variant and tenant)", frame))
+    write_index(folder, f"sweep: {name}", plots, tables, lines=_target_lines(targets), after=after)
+
+
+def _target_lines(targets: list[Target]) -> list[str]:
+    if not targets:
+        return ["No SLO target: the table has no slo_met column and no --slo was given."]
+    shown = ", ".join(t.text for t in targets)
+    given = (
+        ""
+        if [t.text for t in targets] != [DEFAULT_TARGET]
+        else (
+            " (the default: every tenant met its class SLO in every seed; "
+            "`simsched report TABLE --slo ROW.METRIC<=LIMIT` judges others)"
+        )
+    )
+    return [f"SLO targets: {shown}{given}."]
 
 
 def publish(out_dir: str | Path, build: Callable[[Path], None]) -> Path:

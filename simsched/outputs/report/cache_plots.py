@@ -26,6 +26,7 @@ def prefix_hit_rates(data: ScenarioData, folder: Path) -> Plot:
     ax.invert_yaxis()  # variants and tenants top to bottom, as in the tables
     ax.set_xlim(0, 105)
     ax.set_xlabel("prompt tokens served from the prefix cache (%)")
+    ax.set_ylabel("variant / tenant")
     ax.grid(axis="x", alpha=0.3)
     return save(
         fig,

@@ -29,6 +29,7 @@ class ScenarioData:
     timeline: pd.DataFrame | None
     slo_ms: dict[str, dict[str, float]]  # variant -> class -> TTFT SLO
     tpot_slo_ms: dict[str, dict[str, float]] | None = None  # variant -> class -> TPOT SLO
+    description: str = ""  # shown under the title (a folder's summary.json has none)
 
 
 def result_data(result: SimulationResult) -> ScenarioData:
@@ -36,18 +37,15 @@ def result_data(result: SimulationResult) -> ScenarioData:
     slo = {v: _class_slos(resolved[v].slo.model_dump()) for v in result.variants}
     tpot = {v: _class_slos(resolved[v].slo.model_dump(), "tpot") for v in result.variants}
     return ScenarioData(
-        _title(result.scenario.name, result.scenario.description),
+        result.scenario.name,
         list(result.variants),
         result.requests,
         _tenants_only(result.tenants),
         result.timeline if len(result.timeline) else None,
         slo,
         tpot,
+        result.scenario.description,
     )
-
-
-def _title(name: str, description: str) -> str:
-    return f"{name}: {description}" if description else name
 
 
 def _class_slos(slo: dict[str, Any], metric: str = "ttft") -> dict[str, float]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,12 +68,29 @@ def variant_panels(
 
 
 def decorate(ax, title: str, xlabel: str, ylabel: str) -> None:
+    """Title, both axis labels on every panel (shared axes hide the inner panels' ticks and
+    labels, and in a wrapped grid a panel above an empty slot would show none), plain tick
+    labels, a grid and the legend."""
     ax.set_title(title, fontsize="medium")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+    ax.tick_params(labelbottom=True, labelleft=True)
+    plain_ticks(ax)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize="small")
+
+
+def plain_ticks(ax) -> None:
+    """Log axes label their ticks as plain numbers (100, 1000, 2e+04). Matplotlib's default
+    writes them as mathtext, and reports turn math parsing off (tenant ids are names, not
+    formulas), so the default would print `$\\mathdefault{10^{2}}$` as it stands."""
+    from matplotlib.ticker import LogFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "log":
+            axis.set_major_formatter(LogFormatter())
+            axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
 
 
 def save(fig: Figure, folder: Path, file: str, title: str, caption: str) -> Plot:
@@ -83,11 +100,21 @@ def save(fig: Figure, folder: Path, file: str, title: str, caption: str) -> Plot
 
 
 def write_index(
-    folder: Path, title: str, plots: list[Plot], tables: list[tuple[str, pd.DataFrame]]
+    folder: Path,
+    title: str,
+    plots: list[Plot],
+    tables: list[tuple[str, pd.DataFrame]],
+    description: str = "",
+    lines: Sequence[str] = (),
+    after: Sequence[tuple[str, pd.DataFrame]] = (),
 ) -> None:
+    """The page: the title, the description and `lines` (one paragraph each) under it, the
+    tables, the plots, then the `after` tables. Tables scroll inside their own box, so a wide
+    one never widens the page."""
     parts = [f"<h1>{html.escape(title)}</h1>"]
-    for heading, table in tables:
-        parts += [f"<h2>{html.escape(heading)}</h2>", table.to_html(index=False, na_rep="")]
+    parts += [f'<p class="description">{html.escape(description)}</p>'] if description else []
+    parts += [f"<p>{html.escape(line)}</p>" for line in lines]
+    parts += [_table(heading, table) for heading, table in tables]
     for plot in plots:
         data = base64.b64encode((folder / plot.file).read_bytes()).decode("ascii")
         parts.append(
@@ -95,8 +122,14 @@ def write_index(
             f'<img src="data:image/png;base64,{data}" alt="{html.escape(plot.title)}"></a>'
             f"<figcaption>{html.escape(plot.caption)} ({plot.file})</figcaption></figure>"
         )
+    parts += [_table(heading, table) for heading, table in after]
     page = PAGE.format(title=html.escape(title), body="\n".join(parts))
     (folder / INDEX).write_text(page, encoding="utf-8")
+
+
+def _table(heading: str, table: pd.DataFrame) -> str:
+    body = table.to_html(index=False, na_rep="") if len(table.columns) else ""
+    return f'<h2>{html.escape(heading)}</h2><div class="table">{body}</div>'
 
 
 PAGE = """<!DOCTYPE html>
@@ -104,6 +137,8 @@ PAGE = """<!DOCTYPE html>
 <style>
 body {{ font-family: sans-serif; margin: 2em; max-width: 1400px; }}
 img {{ max-width: 100%; }} figure {{ margin: 2em 0; }}
+.description {{ font-size: 1.1em; color: #333; }}
+.table {{ max-width: 100%; overflow-x: auto; }}
 table {{ border-collapse: collapse; font-size: 0.85em; }}
 td, th {{ border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; }}
 </style></head><body>

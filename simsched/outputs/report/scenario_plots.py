@@ -158,6 +158,7 @@ def shed_counts(data: ScenarioData, folder: Path) -> Plot | None:
         left += counts
     ax.invert_yaxis()  # variants and tenants top to bottom, as in the tables
     ax.set_xlabel("requests shed")
+    ax.set_ylabel("variant / tenant")
     ax.legend(fontsize="small", title="reason")
     ax.grid(axis="x", alpha=0.3)
     return save(

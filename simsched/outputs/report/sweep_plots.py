@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from simsched.outputs.report.limits import off_scale_note, robust_limits
 from simsched.outputs.report.page import Plot, decorate, save, small_multiples
+from simsched.outputs.report.targets import TARGET_GID, Target, draw_target
 from simsched.outputs.sweep_table import FIXED_COLUMNS
 from simsched.results.confidence import estimate
+from simsched.results.metric_ranges import clip, valid_range
 from simsched.results.tenants import ALL, COUNT_METRICS
 from simsched.sim.recorder import SHED_REASONS
 
@@ -55,17 +59,26 @@ def varies(table: pd.DataFrame, metric: str) -> bool:
     return bool(len(counts)) and int(counts.max()) > 1
 
 
-def metric_plot(table: pd.DataFrame, metric: str, params: list[str], folder: Path) -> Plot:
+def metric_plot(
+    table: pd.DataFrame,
+    metric: str,
+    params: list[str],
+    folder: Path,
+    targets: Sequence[Target] = (),
+) -> Plot:
     """Per variant a panel (wrapping at 4 a row): the metric against the first parameter. With
     one parameter, a line per tenant; with more, a line per value of the other parameters, for
     the `all` row (never an average of percentiles across an axis). A numeric swept setting goes
     on x when there is one (`x_first`); a category axis (GPU names) is drawn as categories with
     markers only (no line joins two GPUs), a numeric one with ticks at the swept values. With
     several seeds the line is their mean and the band (error bars on categories) their 95%
-    t-interval."""
+    t-interval, clipped to the metric's valid range. The targets of SLOs on this metric are
+    drawn (red, dashed) in every panel that shows their row; the y range leaves out a value far
+    above the rest, and the panel says so."""
     variants = list(dict.fromkeys(table["variant"]))
     x, *others = x_first(table, params)
     fig, panels = small_multiples(len(variants), sharex=True, sharey=True)
+    plotted: list[float] = []
     for ax, variant in zip(panels, variants, strict=True):
         rows = table[table["variant"] == variant]
         groups = (
@@ -76,17 +89,73 @@ def metric_plot(table: pd.DataFrame, metric: str, params: list[str], folder: Pat
         for key, part in groups:
             label = key if not others else _label(others, key)
             style = ALL_STYLE if not others and key == ALL else {}
-            _line(ax, part, x, metric, str(label), style)
+            plotted += _line(ax, part, x, metric, str(label), style)
+        shown_rows = set(rows["tenant"]) if not others else {ALL}
+        for target in targets:
+            if target.metric == metric and target.row in shown_rows:
+                draw_target(ax, target)
         _ticks(ax, table[x])
         decorate(ax, variant, _axis_label(x), _axis_label(metric))
+    limits = [t.limit for t in targets if t.metric == metric]
+    caption = _limit_panels(panels, plotted, max(limits, default=None), metric)
     lines = "a line per tenant" if not others else f"a line per {', '.join(others)} (all tenants)"
     return save(
         fig,
         folder,
         f"sweep_{metric}.png",
         metric,
-        f"{metric} against {x}, {lines}; with seeds, the mean and its 95% t-interval (band).",
+        f"{metric} against {x}, {lines}; with seeds, the mean and its 95% t-interval (band, "
+        f"clipped to the metric's range).{caption}",
     )
+
+
+def slo_plot(table: pd.DataFrame, targets: list[Target], params: list[str], folder: Path) -> Plot:
+    """The sweep's question first: a panel per SLO, its row's metric against the first
+    parameter, a line per variant (and per value of the other parameters), and the target."""
+    x, *others = x_first(table, params)
+    fig, panels = small_multiples(len(targets), sharex=True)
+    for ax, target in zip(panels, targets, strict=True):
+        rows = table[table["tenant"] == target.row]
+        plotted: list[float] = []
+        for key, part in rows.groupby(["variant", *others], sort=False):
+            values = key if isinstance(key, tuple) else (key,)
+            label = ", ".join(
+                [str(values[0]), _label(others, values[1:])] if others else [str(values[0])]
+            )
+            plotted += _line(ax, part, x, target.metric, label, {})
+        draw_target(ax, target)
+        _ticks(ax, table[x])
+        decorate(ax, target.text, _axis_label(x), _axis_label(target.metric))
+        _limit_panels([ax], plotted, target.limit, target.metric)
+    return save(
+        fig,
+        folder,
+        "sweep_slos.png",
+        "The SLOs against the swept settings",
+        f"Each SLO's metric against {x}, a line per variant; red dashed: the target. With "
+        "seeds, the mean and its 95% t-interval (clipped to the metric's range).",
+    )
+
+
+def _limit_panels(panels: list, plotted: list[float], floor: float | None, metric: str) -> str:
+    """Robust y-limits: a value far above the rest (the flood at the smallest capacity) would
+    squash the range that matters, so the axis stops above the others and the panel says which
+    values are off the scale. The caption's addition, or ""."""
+    limits = robust_limits(plotted, floor, valid_range(metric)[0])
+    if limits is None:
+        return ""
+    upper = limits[1]
+    for ax in panels:
+        ax.set_ylim(*limits)
+        lines = [line for line in ax.lines if line.get_gid() != TARGET_GID]
+        above = [v for line in lines for v in line.get_ydata() if _number(v) and v > upper]
+        if above:  # under the title, clear of the lines and the legend
+            ax.set_title(f"{ax.get_title()}\n{off_scale_note(above)}", fontsize="small")
+    return f" Values above {upper:.4g} are off the scale (each panel names them)."
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and value == value
 
 
 def _label(names: list[str], key) -> str:
@@ -94,7 +163,9 @@ def _label(names: list[str], key) -> str:
     return ", ".join(f"{n}={v}" for n, v in zip(names, values, strict=True))
 
 
-def _line(ax, part: pd.DataFrame, x: str, metric: str, label: str, style: dict) -> None:
+def _line(ax, part: pd.DataFrame, x: str, metric: str, label: str, style: dict) -> list[float]:
+    """The line (markers only on categories), its seed band clipped to the metric's valid
+    range, and the means it drew (for the y-limits)."""
     stats = [
         (value, estimate(group[metric].astype("Float64").astype("float64").tolist()))
         for value, group in part.groupby(x, sort=True)
@@ -102,19 +173,21 @@ def _line(ax, part: pd.DataFrame, x: str, metric: str, label: str, style: dict) 
     stats = [(v, e) for v, e in stats if e.mean is not None]
     xs = [_position(v) for v, _ in stats]
     means = [e.mean for _, e in stats]
+    lows = [clip(metric, e.low) for _, e in stats]
+    highs = [clip(metric, e.high) for _, e in stats]
     spread = any(e.n > 1 and e.high != e.low for _, e in stats)
     if any(isinstance(v, str) for v in xs):  # categories: markers, never a line between them
         style = {k: v for k, v in style.items() if k != "linestyle"}
         (line,) = ax.plot(xs, means, marker="o", linestyle="none", label=label, **style)
         if spread:
-            bars = [[m - e.low for m, (_, e) in zip(means, stats, strict=True)],
-                    [e.high - m for m, (_, e) in zip(means, stats, strict=True)]]  # fmt: skip
+            bars = [[m - lo for m, lo in zip(means, lows, strict=True)],
+                    [hi - m for m, hi in zip(means, highs, strict=True)]]  # fmt: skip
             ax.errorbar(xs, means, yerr=bars, fmt="none", ecolor=line.get_color(), capsize=3)
-        return
+        return means
     (line,) = ax.plot(xs, means, marker="o", label=label, **style)
     if spread:
-        ax.fill_between(xs, [e.low for _, e in stats], [e.high for _, e in stats],
-                        color=line.get_color(), alpha=0.2, linewidth=0)  # fmt: skip
+        ax.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.2, linewidth=0)
+    return means
 
 
 def _position(value):

@@ -133,8 +133,8 @@ Latency = LinearLatency | RooflineLatency
 
 
 def build_latency(config: Any) -> Latency:
-    """The latency model a `ContinuousBatchingConfig` asks for."""
-    latency = config.latency_model
+    """The latency model a `ContinuousBatchingConfig` asks for (with its GPU's overrides)."""
+    latency = config.gpu_latency_model
     if latency.kind == "linear":
         return LinearLatency(latency)
     return RooflineLatency(latency, config.gpu, config.model, config.tp)

@@ -117,7 +117,7 @@ def calibrate(
                 loss="soft_l1",
                 f_scale=0.1,
                 jac=jacobian,
-                max_nfev=spec.max_evaluations,
+                max_nfev=spec.max_iterations,
                 method="trf",
                 ftol=TOLERANCE,
                 xtol=TOLERANCE,

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from simsched.config.loading import load_scenario
 from simsched.config.validation_errors import input_error
@@ -75,17 +75,47 @@ class CalibrationFile(Model):
     description: str = ""
     settings: Annotated[list[Setting], Field(min_length=1)]
     cases: Annotated[list[Case], Field(min_length=1)]
-    max_evaluations: Annotated[int, Field(gt=0)] = 60
+    max_iterations: Annotated[int, Field(gt=0)] = 60  # optimiser iterations, a cap
+    _warnings: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the file should change: an old key's new name."""
+        return list(self._warnings)
+
+
+# Keys renamed since: the old name is accepted (with a warning), never both.
+RENAMED = {
+    "max_evaluations": (
+        "max_iterations",
+        "it counts the optimiser's iterations, each of which evaluates every case",
+    )
+}
+
+
+def _renamed(raw: dict[str, Any], label: str) -> tuple[dict[str, Any], list[str]]:
+    """The mapping with old keys under their new names, and a warning per old key."""
+    raw, warnings = dict(raw), []
+    for old, (new, why) in RENAMED.items():
+        if old not in raw:
+            continue
+        if new in raw:
+            raise InputError(label, old, f"give {new} only ({old} is its old name)")
+        raw[new] = raw.pop(old)
+        warnings.append(f"{label}: {old} is now {new} ({why}); rename it")
+    return raw, warnings
 
 
 def load_calibration(path: Path) -> tuple[CalibrationFile, list[float], list[Any]]:
     """The validated file, each case's measured value, and each case's base scenario."""
     label = str(path)
     raw = parse_yaml_mapping(read_text(path, "calibration file"), label)
+    raw, warnings = _renamed(raw, label)
     try:
         spec = CalibrationFile.model_validate(raw)
     except ValidationError as exc:
         raise input_error(exc.errors()[0], label, "") from None
+    spec._warnings.extend(warnings)
     names = [case.name for case in spec.cases]
     for i, setting in enumerate(spec.settings):
         unknown = sorted(set(setting.cases or []) - set(names))
