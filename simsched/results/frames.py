@@ -55,6 +55,7 @@ class SimulationResult:
     fairness: dict[str, dict[str, float]] = field(default_factory=dict)
     capacity: dict[str, dict[str, float]] = field(default_factory=dict)
     prefix_cache: dict[str, dict[str, Any]] = field(default_factory=dict)  # variants caching
+    utilisation: dict[str, dict[str, Any]] = field(default_factory=dict)  # variants with replicas
 
     def __repr__(self) -> str:  # a notebook shows this: one line per variant, not the frames
         lines = [f"SimulationResult {self.scenario.name!r}, {len(self.variants)} variant(s):"]
@@ -82,6 +83,8 @@ class SimulationResult:
         }
         if self.prefix_cache:
             out["prefix_cache"] = self.prefix_cache
+        if self.utilisation:
+            out["utilisation"] = self.utilisation
         return out
 
 

@@ -38,6 +38,7 @@ from simsched.sim.cluster.prefix_cache import (
     take_seq,
 )
 from simsched.sim.cluster.sequences import DecodeSet, Seq, ceil_div
+from simsched.sim.cluster.utilisation import UtilisationMeter
 from simsched.sim.kernel import RELEASE, SCHEDULER, At, AtInstant
 from simsched.sim.recorder import Recorder
 from simsched.sim.requests import Request
@@ -79,6 +80,7 @@ class Replica:
         self.on_room = lambda: None  # set by the cluster: a request left the waiting queue
         self.observer: Any = NoObserver()
         self.capacity = config.blocks_per_replica
+        self.meter = UtilisationMeter(self.max_tokens, self.capacity)  # utilisation.py
         self.pool = make_pool(self.capacity, config)
         self.cache = self.pool if config.prefix_caching else None  # a PrefixCachePool
         # an idle replica batches what is placed on it within one scheduling step; vLLM's
@@ -163,6 +165,7 @@ class Replica:
         self.batch_tokens = prefill + decodes
         end = self.t + step
         self.observer.iteration(self.index, self.t, end, prefill, decodes, self.pool.level)
+        self.meter.step(self.t, end, prefill + decodes, len(self.running), self.pool.level)
         self._schedule(end)
 
     def _plan_running(self, it: int) -> tuple[list, int, int, int, bool]:
@@ -307,7 +310,9 @@ class Replica:
 
     def _end_jump(self) -> None:
         jump, self.jump = self.jump, None
-        self.pool.hold(jump.need[jump.k - 1])
+        k = jump.k
+        self.meter.jump(self.t, jump.ends[:k], self.decoding.count, self.pool.level, jump.need[:k])
+        self.pool.hold(jump.need[k - 1])
         end = jump.ends[jump.k - 1]
         self._finish_decodes(jump.last, end)
         self.it, self.t = jump.last + 1, end
