@@ -1,8 +1,8 @@
 """The terminal table's cluster section and the notes under it.
 
 Rows (continuous batching only): requests per replica, then busy share, token-budget share per
-iteration, mean running sequences and KV held, each per replica and, after `|`, for the cluster
-(`results.utilisation` defines them). Notes: a router the docs warn about, load skewed across
+iteration, mean running sequences and KV held, each per replica (up to four; beyond, the lowest
+and highest) and, after `|`, for the cluster (`results.utilisation` defines them). Notes: a router the docs warn about, load skewed across
 replicas, and variants that differ only in the gateway policy while the gateway never held a
 backlog (so the policy made no decisions and their results are identical).
 """
@@ -17,6 +17,7 @@ from simsched.results.backlog import had_backlog
 from simsched.results.frames import SimulationResult
 from simsched.results.utilisation import SKEW_LIMIT, skewed
 
+LISTED = 4  # replicas shown one by one; more show as lowest..highest
 NO_BACKLOG = "no gateway backlog: the policy made no decisions"
 METRICS = (
     ("busy share", "busy_share", "{:.2f}"),
@@ -42,9 +43,15 @@ def cluster_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
 
 
 def _each(usage: dict[str, Any] | None, key: str, fmt: str, total: bool = True) -> str:
+    """Each replica's figure (up to LISTED replicas; beyond, the lowest and highest, so that a
+    wide fleet keeps the columns readable), then the cluster's after `|`."""
     if usage is None:
         return "-"
-    cells = " ".join(fmt.format(r[key]) for r in usage["replicas"].values())
+    values = [r[key] for r in usage["replicas"].values()]
+    if len(values) <= LISTED:
+        cells = " ".join(fmt.format(v) for v in values)
+    else:
+        cells = f"{fmt.format(min(values))}..{fmt.format(max(values))}"
     return f"{cells} | {fmt.format(usage['total'][key])}" if total else cells
 
 
