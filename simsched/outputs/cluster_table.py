@@ -2,9 +2,10 @@
 
 Rows (continuous batching only): requests per replica, then busy share, token-budget share per
 iteration, mean running sequences and KV held, each per replica (up to four; beyond, the lowest
-and highest) and, after `|`, for the cluster (`results.utilisation` defines them).
-Notes: a router the docs warn about, load skewed across replicas, and variants that differ only in the gateway policy while the gateway never held a
-backlog (so the policy made no decisions and their results are identical).
+and highest) and, after `|`, for the cluster (`results.utilisation` defines them). Notes: a
+router the docs warn about, load skewed across replicas, and variants that differ only in the
+gateway policy while the gateway never held a backlog (so the policy made no decisions and their
+results are identical).
 """
 
 from __future__ import annotations
