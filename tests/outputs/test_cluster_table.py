@@ -67,3 +67,16 @@ def test_a_warned_router_and_skewed_load_get_notes() -> None:
     assert f"load is skewed across replicas: the busiest took {skew:.2f}x the mean" in (
         comparison_table(result)
     )
+
+
+def test_the_report_has_a_utilisation_table_per_replica(tmp_path) -> None:
+    from simsched.outputs.files import write_result
+    from simsched.outputs.report import report, write_report
+
+    result = two_policies(rate_per_s=2, replicas=2)
+    page = (write_report(result, tmp_path / "r") / "index.html").read_text()
+    assert "Utilisation per replica" in page and "<td>cluster</td>" in page
+    write_result(result, tmp_path / "out")  # the same section from a results folder
+    again = (report(tmp_path / "out", tmp_path / "r2") / "index.html").read_text()
+    usage = result.utilisation["fifo"]["total"]
+    assert "Utilisation per replica" in again and f"<td>{usage['busy_share']}</td>" in again

@@ -40,6 +40,7 @@ from simsched.outputs.report.sweep_plots import (
     varies,
     x_first,
 )
+from simsched.outputs.report.utilisation_table import utilisation_tables
 from simsched.outputs.sweep_table import read_table
 from simsched.results.frames import SimulationResult
 from simsched.results.tenants import METRIC_COLUMNS
@@ -77,7 +78,7 @@ def scenario_report(data: ScenarioData, folder: Path) -> None:
     if has_hit_rates(data):  # some variant caches prefixes
         plots.append(prefix_hit_rates(data, folder))
     table = data.tenants.drop(columns=["priority"], errors="ignore")
-    tables = [("Per tenant", table)]
+    tables = [("Per tenant", table), *utilisation_tables(data.utilisation)]
     if shed is None:  # no empty plot: a sentence says it
         tables.append(("No request was shed", pd.DataFrame()))
     write_index(folder, data.title, plots, tables)
