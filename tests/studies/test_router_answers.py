@@ -36,3 +36,21 @@ def test_the_default_router_answers_as_least_outstanding_and_no_worse() -> None:
     assert default.combo == outstanding.combo
     assert abs(default.answer - outstanding.answer) <= 1
     assert default.cost_per_hour <= min(outstanding.cost_per_hour, least_kv.cost_per_hour)
+
+
+def test_plan_notes_a_router_the_docs_warn_about(tmp_path) -> None:
+    path = tmp_path / "small.yaml"
+    path.write_text(
+        "tenants:\n"
+        "  - id: a\n"
+        "    arrivals: {kind: periodic, interval_ms: 50, count: 20}\n"
+        "    prefill_tokens: 100\n"
+        "    decode_tokens: 10\n"
+        "cluster: {service_model: continuous_batching}\n"
+    )
+    slos = ["a.p99_ttft_ms<=5000"]
+    warned = plan(path, "cluster.replicas", "1:2", slos, overrides=["cluster.router=least_kv"],
+                  headroom=False)  # fmt: skip
+    assert any(n.startswith("cluster.router=least_kv: waiting requests") for n in warned.notes)
+    plain = plan(path, "cluster.replicas", "1:2", slos, headroom=False)
+    assert not any(n.startswith("cluster.router=") for n in plain.notes)
