@@ -85,6 +85,30 @@ def plan(
         Path | None,
         typer.Option(metavar="DIR", help="Also plot each SLO metric against the knob here."),
     ] = None,
+    headroom: Annotated[
+        bool,
+        typer.Option(
+            "--headroom/--no-headroom",
+            help="Find the largest load_scale the answer absorbs (one more bisection).",
+        ),
+    ] = True,
+    tie_margin: Annotated[
+        float | None,
+        typer.Option(
+            metavar="PCT",
+            help="Options within PCT% of the answer's cost are near-ties "
+            "(default: the calibration's median error, 5.8).",
+            show_default=False,
+        ),
+    ] = None,
+    model_error: Annotated[
+        float | None,
+        typer.Option(
+            metavar="PCT",
+            help="Plan again with the latency model's efficiencies -PCT% and +PCT%.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Find the smallest capacity (or largest load) that meets every SLO, by bisection."""
     from simsched.cli.plan_output import ProbePrinter, print_result
@@ -119,6 +143,8 @@ def plan(
             jobs=jobs,
             dask_address=dask,
             on_probe=show,
+            headroom=headroom,
+            **_uncertainty(tie_margin, model_error),
         )
     line.close()
     if report is not None:
@@ -129,6 +155,12 @@ def plan(
         print_result(result)
     if result.answer is None:  # it ran, and the answer is no: not a success to a script
         raise typer.Exit(ANSWER_IS_NO)
+
+
+def _uncertainty(tie_margin: float | None, model_error: float | None) -> dict[str, float]:
+    """The percentages as the library's shares; an unset margin keeps the library's default."""
+    shares = {} if tie_margin is None else {"tie_margin": tie_margin / 100}
+    return shares | ({} if model_error is None else {"model_error": model_error / 100})
 
 
 def _step(step: float | None) -> int | float | None:

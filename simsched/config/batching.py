@@ -26,7 +26,7 @@ from simsched.config.hardware import (
     ModelSpec,
     RooflineLatencyConfig,
 )
-from simsched.config.router import CACHE_SCORERS, RouterSetting
+from simsched.config.router import CACHE_SCORERS, DEFAULT_ROUTER, RouterSetting
 from simsched.config.spec_base import NonNegativeFloat, Size, Small
 
 
@@ -89,7 +89,10 @@ class ContinuousBatchingConfig(BaseModel):
     latency_model: LatencyConfig = Field(
         default_factory=lambda: RooflineLatencyConfig(kind="roofline")
     )
-    router: RouterSetting = "least_kv"
+    # the roofline's efficiencies (the latency model's or the GPU's) times this, capped at 1:
+    # `plan --model-error` moves it to see which answers survive the model's error
+    efficiency_scale: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)] = 1.0
+    router: RouterSetting = DEFAULT_ROUTER
     fast_forward: bool = True
     prefix_caching: bool = False  # vLLM's automatic prefix caching (cluster/prefix_cache.py)
     # vLLM's --num-scheduler-steps: the scheduler runs (and new requests join) every k steps
@@ -179,6 +182,15 @@ class ContinuousBatchingConfig(BaseModel):
         if budget is not None and seqs > budget:
             raise ValueError(f"must not exceed max_num_batched_tokens ({budget})")
         return seqs
+
+    @model_validator(mode="after")
+    def _scale_needs_efficiencies(self) -> ContinuousBatchingConfig:
+        if self.efficiency_scale != 1 and self.latency_model.kind != "roofline":
+            raise ValueError(
+                "efficiency_scale: scales the roofline latency model's efficiencies; "
+                f"the {self.latency_model.kind} model has none"
+            )
+        return self
 
     @model_validator(mode="after")
     def _cache_scorers_need_caches(self) -> ContinuousBatchingConfig:

@@ -1,9 +1,21 @@
 """`cluster.router`: a named router, or scorers combined by weights (no SimPy here).
 
-A named router is a shorthand: `round_robin`, `least_outstanding` (the `queue_depth` scorer
-alone) or `least_kv` (fewest KV blocks in use, then fewest outstanding requests). A mapping
-`{scorers: [{name, weight}, ...]}` scores every replica with room and picks the highest sum, as
-llm-d's scheduler does; `cluster/scorers.py` has the scorers.
+A named router is a shorthand: `llm_d` (the default: llm-d's default scheduling profile, below),
+`round_robin`, `least_outstanding` (the `queue_depth` scorer alone) or `least_kv` (fewest KV
+blocks in use, then fewest outstanding requests). A mapping `{scorers: [{name, weight}, ...]}`
+scores every replica with room and picks the highest sum, as llm-d's scheduler does;
+`cluster/scorers.py` has the scorers.
+
+`llm_d` is the default profile of the Gateway API Inference Extension's endpoint picker, which
+llm-d deploys: `queue-scorer` weight 2, `kv-cache-utilization-scorer` weight 2 and
+`prefix-cache-scorer` weight 3 (kubernetes-sigs/gateway-api-inference-extension,
+config/charts/inferencepool/templates/epp-config.yaml, `default-plugins.yaml`, at commit
+0ae94dfb). Its prefix scorer remembers where prefixes were routed (here `prefix_cache_approx`),
+and it is included only when `prefix_caching` is on: without caches a prefix hit saves nothing.
+
+`least_kv` keeps llm-d's KV-utilisation scorer's blind spot on purpose (production-faithful):
+waiting requests hold no blocks, so a replica with a long queue and a light cache looks idle to
+it. WARNED_ROUTERS lists the routers the docs warn about; `plan` and `scenario` say so.
 """
 
 from __future__ import annotations
@@ -12,7 +24,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-ROUTER_NAMES = ("round_robin", "least_outstanding", "least_kv")
+ROUTER_NAMES = ("llm_d", "round_robin", "least_outstanding", "least_kv")
+DEFAULT_ROUTER = "llm_d"
+# Why each is warned about, in the words `plan` and `scenario` print (docs/continuous_batching.md)
+WARNED_ROUTERS = {
+    "least_kv": "waiting requests hold no KV blocks, so it keeps feeding a replica with a long "
+    "queue while others idle; a capacity answer can depend on it (use the default llm_d, or "
+    "least_outstanding)",
+}
+# llm-d's default profile: (scorer, weight), the prefix scorer only with prefix caching on
+LLM_D_LOAD_SCORERS = (("queue_depth", 2.0), ("kv_utilization", 2.0))
+LLM_D_PREFIX_SCORER = ("prefix_cache_approx", 3.0)
 SCORER_NAMES = ("prefix_cache", "prefix_cache_approx", "queue_depth", "kv_utilization")
 CACHE_SCORERS = ("prefix_cache",)  # read the replicas' simulated caches
 
@@ -67,7 +89,21 @@ def uses_prefixes(cluster: Any) -> bool:
     )
 
 
+def llm_d_profile(prefix_caching: bool) -> WeightedRouter:
+    """The scorers and weights `llm_d` stands for (the module's docstring gives the source)."""
+    pairs = [*LLM_D_LOAD_SCORERS, *([LLM_D_PREFIX_SCORER] if prefix_caching else [])]
+    return WeightedRouter(scorers=[ScorerSpec(name=n, weight=w) for n, w in pairs])
+
+
+def router_warning(cluster: Any) -> str | None:
+    """A note on the cluster's router, when it is one the docs warn about; else None."""
+    router = getattr(cluster, "router", None)
+    if not isinstance(router, str) or router not in WARNED_ROUTERS:
+        return None
+    return f"cluster.router={router}: {WARNED_ROUTERS[router]}"
+
+
 RouterSetting = Annotated[
-    Literal["round_robin", "least_outstanding", "least_kv"] | WeightedRouter,
+    Literal["llm_d", "round_robin", "least_outstanding", "least_kv"] | WeightedRouter,
     BeforeValidator(_parse),
 ]

@@ -24,9 +24,12 @@ from simsched.config.arrival_kinds import ArrivalSpec
 from simsched.config.cluster import ClusterConfig, TokenServerConfig
 from simsched.config.length_specs import LengthSpec
 from simsched.config.limits import Limits
+from simsched.config.load_scale import unscalable_tenant
 from simsched.config.names import POLICY_NAMES
 from simsched.config.spec_base import PositiveFloat
 from simsched.config.trace_specs import TenantTrace
+
+MAX_LOAD_SCALE = 1000.0  # beyond it, a request budget or a clock bound stops the run anyway
 
 PriorityClass = Literal["interactive", "batch"]
 
@@ -163,6 +166,8 @@ class Scenario(Model):
     name: Annotated[str, Field(min_length=1)] = "scenario"
     description: str = ""
     seed: Annotated[int, Field(ge=0)] = 0
+    # every tenant's arrival rate times this (config/load_scale.py); traces are time-scaled
+    load_scale: Annotated[float, Field(gt=0, le=MAX_LOAD_SCALE, allow_inf_nan=False)] = 1.0
     tenants: Annotated[list[Tenant], Field(min_length=1)]
     trace: TraceSource | None = None
     cluster: ClusterConfig = Field(default_factory=TokenServerConfig)
@@ -187,6 +192,13 @@ class Scenario(Model):
     def _someone_sends_requests(self) -> Scenario:
         if self.trace is None and all(t.arrivals is None and t.trace is None for t in self.tenants):
             raise ValueError("no tenant sends requests (no arrivals, no trace, no scenario trace)")
+        return self
+
+    @model_validator(mode="after")
+    def _load_scale_applies(self) -> Scenario:
+        why = unscalable_tenant(self) if self.load_scale != 1 else None
+        if why is not None:
+            raise ValueError(f"load_scale {self.load_scale:g} cannot apply to {why}")
         return self
 
     @model_validator(mode="after")

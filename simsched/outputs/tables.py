@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.outputs.cluster_table import cluster_rows, table_notes
 from simsched.results.frames import SimulationResult, admitted
 from simsched.sim.recorder import SHED_REASONS
 
@@ -22,6 +23,7 @@ def comparison_table(result: SimulationResult) -> str:
     rows: list[tuple[str, list[str]]] = [("", variants)]
     rows.append(("all tenants", [""] * len(variants)))
     rows += _overall_rows(result)
+    rows += cluster_rows(result)
     tenants = result.tenants
     for tenant in result.scenario.tenants:
         header = f"{tenant.id} ({tenant.priority}, weight {tenant.weight:g})"
@@ -33,7 +35,8 @@ def comparison_table(result: SimulationResult) -> str:
         rows += _tenant_rows(per_variant)
         rows += _tenant_turn_rows(per_variant)
         rows += _tenant_hit_rows(result, per_variant)
-    return _render(rows, title=_title(result))
+    notes = "".join(f"\nnote: {note}" for note in table_notes(result))
+    return _render(rows, title=_title(result)) + notes
 
 
 def _title(result: SimulationResult) -> str:

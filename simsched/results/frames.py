@@ -57,6 +57,7 @@ class SimulationResult:
     prefix_cache: dict[str, dict[str, Any]] = field(default_factory=dict)  # variants caching
     # variants with `sessions` tenants: turn figures per session tenant and `all` over them
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    utilisation: dict[str, dict[str, Any]] = field(default_factory=dict)  # variants with replicas
 
     def __repr__(self) -> str:  # a notebook shows this: one line per variant, not the frames
         lines = [f"SimulationResult {self.scenario.name!r}, {len(self.variants)} variant(s):"]
@@ -86,6 +87,8 @@ class SimulationResult:
             out["prefix_cache"] = self.prefix_cache
         if self.sessions:
             out["sessions"] = self.sessions
+        if self.utilisation:
+            out["utilisation"] = self.utilisation
         return out
 
 

@@ -17,6 +17,7 @@ from simsched.results.frames import REQUEST_COLUMNS, SimulationResult, variant_f
 from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
 from simsched.results.summaries import capacity_summary, slo_verdict, summarize
 from simsched.results.tenants import session_summary, tenant_frame, tenant_metric_rows
+from simsched.results.utilisation import utilisation_summary
 from simsched.sim.engine import request_costs, run_variant
 from simsched.sim.reactive import has_reactive, session_columns
 from simsched.sim.timeline import TIMELINE_COLUMNS
@@ -43,7 +44,8 @@ def simulate(
     chosen = select_variants(resolve_variants(scenario), variants, scenario.name)
     workloads = {} if workloads is None else workloads
     frames, tenants, timelines = [], [], []
-    summaries, slo, fairness, capacity, prefix_cache, sessions = {}, {}, {}, {}, {}, {}
+    summaries, slo, fairness, capacity, prefix_cache = {}, {}, {}, {}, {}
+    sessions, utilisation = {}, {}
     caching = any(caching_on(resolved) for _, resolved in chosen)
     for name, resolved in chosen:
         table = variant_workload(name, resolved, workloads, scenario)
@@ -66,6 +68,9 @@ def simulate(
         if session_summary(rows):
             sessions[name] = session_summary(rows)
         capacity[name] = capacity_summary(run.timeline, rows[-1], run.kv_peak_ratio)
+        usage = utilisation_summary(run.utilisation, frame)
+        if usage is not None:  # a model with replicas (continuous batching)
+            utilisation[name] = usage
         slo[name] = slo_verdict(resolved, frame, summaries[name], rows)
         fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
         frames.append(frame.sort_values("_seq", kind="stable"))
@@ -84,6 +89,7 @@ def simulate(
         capacity=capacity,
         prefix_cache=prefix_cache,
         sessions=sessions,
+        utilisation=utilisation,
         timeline=_timeline(timelines, caching),
     )
 
@@ -118,7 +124,9 @@ def variant_workload(
 
 def _workload_key(scenario: Scenario) -> str:
     # `limits` too: a workload cached under a larger budget must not let a smaller one through
-    settings = scenario.model_dump(mode="json", include={"seed", "tenants", "trace", "limits"})
+    settings = scenario.model_dump(
+        mode="json", include={"seed", "load_scale", "tenants", "trace", "limits"}
+    )
     settings["prefix_ids"] = uses_prefixes(scenario.cluster)  # trace hash_ids read or not
     return json.dumps(settings, sort_keys=True)
 

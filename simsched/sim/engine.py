@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -72,6 +72,8 @@ class VariantRun:
     kv_peak_ratio: float  # the fullest a KV cache got (ServiceModel.kv_peak_ratio)
     table: RequestTable | None = None  # what was sent, when sessions made it up as they ran
     sessions: tuple[np.ndarray, np.ndarray] | None = None  # each request's session and turn
+    # per replica, what its GPU did (cluster/utilisation.py); empty for a model without replicas
+    utilisation: list = field(default_factory=list)
 
 
 def run_variant(
@@ -107,6 +109,7 @@ def run_variant(
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
     _run_bounded(env, scenario, recorder)
     kv_peak_ratio = cluster.kv_peak_ratio()
+    usage = cluster.utilisation() if hasattr(cluster, "utilisation") else []
     if hasattr(cluster, "close"):
         cluster.close()
     sessions = None
@@ -117,7 +120,9 @@ def run_variant(
     _check_one_outcome_each(recorder, table)
     _check_admitted_finished(recorder, table)
     timeline = sampler.frame() if sampler else pd.DataFrame(columns=TIMELINE_COLUMNS)
-    return VariantRun(recorder, timeline, kv_peak_ratio, table if reactive else None, sessions)
+    return VariantRun(
+        recorder, timeline, kv_peak_ratio, table if reactive else None, sessions, usage
+    )
 
 
 def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> TimelineSampler | None:

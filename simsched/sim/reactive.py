@@ -13,6 +13,7 @@ from array import array
 import numpy as np
 import simpy
 
+from simsched.config.load_scale import at_load_scale
 from simsched.sim.feed import Feed
 from simsched.sim.gateway import TickGateway
 from simsched.sim.recorder import Recorder
@@ -91,7 +92,7 @@ class ReactiveTickGateway(TickGateway):
 
 
 def reactive_feed(env, scenario, feed: Feed, recorder: GrowingRecorder, costs) -> ReactiveFeed:
-    plans = session_plans(scenario, tenant_rng, prefix_rng)
+    plans = session_plans(at_load_scale(scenario), tenant_rng, prefix_rng)
     reactive = ReactiveFeed(env, feed, plans, costs, on_sent=recorder.ensure)
     recorder.feed = reactive
     return reactive

@@ -47,6 +47,9 @@ class FleetPlan:
     message: str = ""
     notes: list[str] = field(default_factory=list)
     scenario: str = ""  # the scenario's name, for reports
+    headroom: Any = None  # headroom.Headroom of the answer, unless turned off
+    model_error: list[Any] = field(default_factory=list)  # uncertainty.Shifted, -P% and +P%
+    utilisation: dict[str, Any] | None = None  # at the answer, the scenario's seed
 
     def __repr__(self) -> str:
         """A short summary (the dataclass's would print every probe)."""
@@ -74,7 +77,7 @@ class FleetPlan:
         if not found:
             self.message = f"no combination meets every SLO within the range of {self.knob}"
             return
-        self.best = min(found, key=self._key)  # min keeps the first of equals: --over order
+        self.best = min(found, key=self.sort_key)  # min keeps the first of equals: --over order
         best = self.best
         what = {
             "value": f"the {_goal(self)} {self.knob}",
@@ -86,7 +89,7 @@ class FleetPlan:
             f"{what} meeting every SLO: {shown(best.combo)} with {self.knob}={best.answer}{fleet}"
         )
 
-    def _key(self, plan: PlanResult) -> float:
+    def sort_key(self, plan: PlanResult) -> float:
         if self.minimize == "cost":
             return plan.cost_per_hour
         if self.minimize == "gpus":
@@ -108,7 +111,13 @@ class FleetPlan:
                 "message": self.message,
                 "warnings": self.warnings,
             }
-        extra = {"rule": self.rule, "seeds": self.seeds, "notes": self.notes}
+        extra: dict[str, Any] = {"rule": self.rule, "seeds": self.seeds, "notes": self.notes}
+        if self.headroom is not None:
+            extra["headroom"] = self.headroom.to_json_dict()
+        if self.model_error:
+            extra["model_error"] = [m.to_json_dict() for m in self.model_error]
+        if self.utilisation is not None:
+            extra["utilisation"] = self.utilisation
         return ({"scenario": self.scenario} if self.scenario else {}) | document | extra
 
     def to_frame(self):

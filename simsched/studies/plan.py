@@ -31,6 +31,7 @@ import json
 import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from simsched.config.loading import (
@@ -42,12 +43,15 @@ from simsched.config.loading import (
 )
 from simsched.config.overrides import format_assignment
 from simsched.config.prices import fleet_cost, gpu_price
+from simsched.config.router import router_warning
 from simsched.config.scenario import Scenario
 from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
 from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicity_warnings
 from simsched.studies.fleet import Combo, FleetPlan, combinations, shown
 from simsched.studies.grid import relabel
+from simsched.studies.headroom import KNOB as HEADROOM_KNOB
+from simsched.studies.headroom import Headroom, headroom_of, headroom_search
 from simsched.studies.knob import Number, knob_values
 from simsched.studies.plan_inputs import (
     carried_price,
@@ -57,8 +61,17 @@ from simsched.studies.plan_inputs import (
     refuse_values_invalid_everywhere,
 )
 from simsched.studies.plan_notes import fleet_notes, rule_notes
+from simsched.studies.plan_usage import answer_utilisation
 from simsched.studies.probing import ProbeSpec, run_probes
 from simsched.studies.runners import LocalPool, connect_dask, run_on_client
+from simsched.studies.uncertainty import (
+    CALIBRATION_MEDIAN_ERROR,
+    check_uncertainty,
+    model_error_note,
+    moved_efficiency,
+    runner_up_notes,
+    shifted,
+)
 
 DASK_CONNECT_TIMEOUT_S = 5
 
@@ -80,9 +93,17 @@ def plan(
     jobs: int = 1,
     dask_address: str | None = None,
     on_probe: Callable[[Probe], None] | None = None,
+    headroom: bool = True,
+    tie_margin: float = CALIBRATION_MEDIAN_ERROR,
+    model_error: float | None = None,
 ) -> FleetPlan:
     """Search `knob` over the range for the boundary of the SLOs, judged on `variant`, within
-    each combination of the `over` values; the best combination by `minimize`."""
+    each combination of the `over` values; the best combination by `minimize`.
+
+    Then, by default, the answer's headroom (`headroom.py`: the largest load_scale it absorbs),
+    the runner-up and near-ties within `tie_margin` (`uncertainty.py`), its utilisation at the
+    scenario's seed, and with `model_error` the whole plan again with the latency model's
+    efficiencies moved by -model_error and +model_error, to say whether the answer survives."""
     source = _Source(scenario, list(overrides or []))
     base = source.load([])
     source.overrides += carried_price(base, over)
@@ -101,6 +122,8 @@ def plan(
         )
     parsed, notes = plan_slos(slos, resolved, label)
     check_choices(minimize, rule, seeds, jobs, label)
+    check_uncertainty(tie_margin, model_error, resolved, label)
+    notes += [note for note in [router_warning(resolved.cluster)] if note]
     check_over(over, knob, flag, seeds, label)
     values = knob_values(base, knob, range_, step, label, flag)
     plans = [
@@ -119,16 +142,49 @@ def plan(
     fleet = FleetPlan(knob, chosen, maximize, parsed, rule, seeds, minimize, plans, notes=notes,
                       scenario=base.name)  # fmt: skip
     check = lambda combo, value: source.load_at(combo, knob, value, flag)  # noqa: E731
-    _search(fleet, spec, jobs, dask_address, on_probe, check)
-    prices: dict[str, str] = {}
-    for result in plans:
-        if result.answer is not None:
-            result.gpus, result.cost_per_hour = _cost(source, result, result.answer, prices)
-    fleet.choose()
+    with _runner(jobs, dask_address) as (runner, slots):
+        searches = [Bisection(result) for result in fleet.plans if result.error is None]
+        _search(searches, spec, runner, slots, fleet.probes, on_probe, check)
+        _finish(searches, len(spec.seeds))
+        prices: dict[str, str] = {}
+        for result in plans:
+            if result.answer is not None:
+                result.gpus, result.cost_per_hour = _cost(source, result, result.answer, prices)
+        fleet.choose()
+        if headroom and fleet.best is not None and not maximize and knob != HEADROOM_KNOB:
+            fleet.headroom = _headroom(fleet, spec, source, runner, slots)
     fleet.notes += rule_notes(fleet) + fleet_notes(fleet)
     if prices:
         fleet.notes.append(f"prices per GPU-hour: {', '.join(prices.values())}")
+    fleet.notes += runner_up_notes(fleet, tie_margin)
+    if fleet.headroom is not None:
+        fleet.notes.append(fleet.headroom.text)
+    if fleet.best is not None:
+        fleet.utilisation, usage_notes = answer_utilisation(fleet, source.load_at, flag)
+        fleet.notes += usage_notes
+    if model_error:
+        again = dict(scenario=scenario, knob=knob, range_=range_, slos=slos, step=step,
+                     maximize=maximize, variant=variant, over=over, minimize=minimize,
+                     seeds=seeds, rule=rule, jobs=jobs, dask_address=dask_address,
+                     headroom=False)  # fmt: skip
+        fleet.model_error = [
+            shifted(plan(**again, overrides=[*(overrides or []), moved_efficiency(s)]), s)
+            for s in (-model_error, model_error)
+        ]
+        fleet.notes.append(model_error_note(fleet, model_error, fleet.model_error))
     return fleet
+
+
+def _headroom(fleet: FleetPlan, spec: ProbeSpec, source: _Source, runner, slots) -> Headroom:
+    """One bisection of load_scale at the answer, on the plan's runner."""
+    best = fleet.best
+    base = float(source.load_at(best.combo, fleet.knob, best.answer, "--vary").load_scale)
+    combo = (*best.combo, (fleet.knob, best.answer))
+    search = headroom_search(base, combo, fleet.variant, fleet.slos)
+    at_scale = replace(spec, knob=HEADROOM_KNOB)
+    check = lambda combo, value: source.load_at(combo, HEADROOM_KNOB, value, "headroom")  # noqa: E731
+    _search([search], at_scale, runner, slots, [], None, check)
+    return headroom_of(search, base)
 
 
 class _Source:
@@ -209,27 +265,29 @@ def _cost(
     return gpus, cost
 
 
-def _search(fleet: FleetPlan, spec: ProbeSpec, jobs: int, dask: str | None, on_probe, check):
+def _search(searches: list[Bisection], spec: ProbeSpec, runner, slots: int, probes: list,
+            on_probe, check) -> None:  # fmt: skip
     """Rounds: every unfinished search names its next probes, and they run together. Each value
     is loaded here first (`check`), so a value the scenario rejects is an input error naming the
     flag, as it is at the range's ends, not a failure inside a worker."""
-    searches = [Bisection(result) for result in fleet.plans if result.error is None]
-    with _runner(jobs, dask) as (runner, slots):
-        while active := [s for s in searches if not s.done]:
-            width = max(1, slots // (len(spec.seeds) * len(active)))
-            wanted = [(search, index) for search in active for index in search.wanted(width)]
-            batch = [(search.result.combo, search.order[index]) for search, index in wanted]
-            for combo, value in batch:
-                check(combo, value)
-            for (search, index), probe in zip(wanted, run_probes(spec, batch, runner), strict=True):
-                search.record(index, probe)
-                fleet.probes.append(probe)
-                if on_probe:
-                    on_probe(probe)
+    while active := [s for s in searches if not s.done]:
+        width = max(1, slots // (len(spec.seeds) * len(active)))
+        wanted = [(search, index) for search in active for index in search.wanted(width)]
+        batch = [(search.result.combo, search.order[index]) for search, index in wanted]
+        for combo, value in batch:
+            check(combo, value)
+        for (search, index), probe in zip(wanted, run_probes(spec, batch, runner), strict=True):
+            search.record(index, probe)
+            probes.append(probe)
+            if on_probe:
+                on_probe(probe)
+
+
+def _finish(searches: list[Bisection], seeds: int) -> None:
     for search in searches:
         search.finish()
         search.result.warnings = monotonicity_warnings(search.result)
-        if search.result.warnings and len(spec.seeds) == 1:  # say why it may happen
+        if search.result.warnings and seeds == 1:  # say why it may happen
             search.result.warnings.append(
                 "with one seed, run-to-run noise can move a metric across its target near the "
                 "boundary; --seeds N judges each probe on N runs (the mean and its interval)"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections import Counter
 
 import numpy as np
 
+from simsched.config.load_scale import at_load_scale
 from simsched.config.router import uses_prefixes
 from simsched.errors import InputError
 from simsched.workload.generators import generate_tenant
@@ -20,6 +22,7 @@ from simsched.workload.traces import tenant_trace_table
 
 
 def build_workload(scenario) -> RequestTable:
+    scenario = at_load_scale(scenario)  # generated rates times load_scale; traces: _timed
     check_request_budget(scenario)  # before generating: a billion requests never start
     interner = ChainIds()  # one per workload: equal chain ids mean equal prompt prefixes
     trace_ids = uses_prefixes(getattr(scenario, "cluster", None))  # else hash_ids go unread
@@ -38,7 +41,7 @@ def build_workload(scenario) -> RequestTable:
     ]
     tables += [
         with_prefixes(
-            _timed(
+            _replayed(
                 tenant_trace_table(tenant.trace, tenant, index), scenario, f"tenants[{index}].trace"
             ),
             tenant,
@@ -52,7 +55,7 @@ def build_workload(scenario) -> RequestTable:
     ]
     if scenario.trace is not None:
         trace = read_trace_csv(scenario.trace.path, scenario.tenants)
-        tables.append(_timed(trace, scenario, "trace"))
+        tables.append(_replayed(trace, scenario, "trace"))
     table = merge_sorted(tables)
     _reject_duplicate_ids(table, scenario)
     if table.prefix is not None:
@@ -63,6 +66,14 @@ def build_workload(scenario) -> RequestTable:
 def _timed(table: RequestTable, scenario, where: str) -> RequestTable:
     check_times(table.arrival_ms, "", where)  # the caller names the scenario file
     return table
+
+
+def _replayed(table: RequestTable, scenario, where: str) -> RequestTable:
+    """A trace's requests, time-scaled by `load_scale`: every instant (from 0) divided by it,
+    so its rate is multiplied and its span divided."""
+    if scenario.load_scale != 1:
+        table = dataclasses.replace(table, arrival_ms=table.arrival_ms / scenario.load_scale)
+    return _timed(table, scenario, where)
 
 
 def tenant_rng(seed: int, tenant_id: str) -> np.random.Generator:

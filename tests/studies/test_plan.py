@@ -157,7 +157,8 @@ def test_cli_plan_table_and_json() -> None:
     assert lines[1].split() == ["8000", "yes", "0", "0", "0", "0", "0"]
     answer = next(line for line in lines if line.startswith("the smallest"))
     assert answer.startswith("the smallest cluster.total_kv_blocks meeting every SLO is ")
-    assert lines[-1].startswith("note: margins at cluster.total_kv_blocks=")
+    assert lines[-2].startswith("note: margins at cluster.total_kv_blocks=")
+    assert lines[-1].startswith("note: headroom: ")  # by default, after the margins
     as_json = CliRunner().invoke(app, [*args, "--format", "json"])
     document = json.loads(as_json.output)
     assert document["answer"] == int(answer.split(" is ")[1].split(";")[0])

@@ -44,6 +44,7 @@ from simsched.outputs.report.sweep_plots import (
 )
 from simsched.outputs.report.tables import per_tenant_tables
 from simsched.outputs.report.targets import Target, parse_target
+from simsched.outputs.report.utilisation_table import utilisation_tables
 from simsched.outputs.sweep_table import read_table
 from simsched.results.frames import SimulationResult
 from simsched.results.tenants import METRIC_COLUMNS
@@ -84,7 +85,7 @@ def scenario_report(data: ScenarioData, folder: Path) -> None:
     plots += [service_share(data, folder)] + ([shed] if shed is not None else [])
     if has_hit_rates(data):  # some variant caches prefixes
         plots.append(prefix_hit_rates(data, folder))
-    tables = per_tenant_tables(data.tenants)
+    tables = [*per_tenant_tables(data.tenants), *utilisation_tables(data.utilisation)]
     if shed is None:  # no empty plot: a sentence says it
         tables.append(("No request was shed", pd.DataFrame()))
     write_index(folder, data.title, plots, tables, description=data.description)

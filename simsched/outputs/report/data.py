@@ -30,6 +30,7 @@ class ScenarioData:
     slo_ms: dict[str, dict[str, float]]  # variant -> class -> TTFT SLO
     tpot_slo_ms: dict[str, dict[str, float]] | None = None  # variant -> class -> TPOT SLO
     description: str = ""  # shown under the title (a folder's summary.json has none)
+    utilisation: dict[str, Any] | None = None  # summary.json's `utilisation`, where present
 
 
 def result_data(result: SimulationResult) -> ScenarioData:
@@ -45,6 +46,7 @@ def result_data(result: SimulationResult) -> ScenarioData:
         slo,
         tpot,
         result.scenario.description,
+        result.utilisation,
     )
 
 
@@ -61,7 +63,10 @@ def read_results_folder(folder: Path) -> ScenarioData:
     variants = list(dict.fromkeys(tenants["variant"].astype(str)))
     slo = {v: {"interactive": _slo_target(summary, v, folder / SUMMARY_FILE)} for v in variants}
     title = str(summary.get("scenario", folder.name))
-    return ScenarioData(title, variants, requests, _tenants_only(tenants), timeline, slo)
+    usage = summary.get("utilisation")
+    return ScenarioData(
+        title, variants, requests, _tenants_only(tenants), timeline, slo, utilisation=usage
+    )
 
 
 def _tenants_only(tenants: pd.DataFrame) -> pd.DataFrame:

@@ -23,6 +23,7 @@ from simsched.sim.cluster.latency import build_latency, sustained_tokens_per_ms
 from simsched.sim.cluster.replica import NoObserver, Replica
 from simsched.sim.cluster.router import build_router
 from simsched.sim.cluster.sequences import ceil_div
+from simsched.sim.cluster.utilisation import ReplicaUsage
 from simsched.sim.recorder import Recorder
 from simsched.sim.requests import Request
 
@@ -106,6 +107,10 @@ class ContinuousBatching:
     def snapshot(self) -> list[tuple[int, int, int, int, int]]:
         """Per replica: (running, waiting, kv_blocks_used, kv_blocks_total, batch_tokens)."""
         return [replica.snapshot() for replica in self.replicas]
+
+    def utilisation(self) -> list[ReplicaUsage]:
+        """Per replica: what its GPU did over the run (utilisation.py)."""
+        return [replica.meter.usage() for replica in self.replicas]
 
     def cached_blocks(self) -> list[int]:
         """Per replica: free blocks that hold cached prefixes (evictable), with prefix caching."""

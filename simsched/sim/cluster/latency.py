@@ -68,15 +68,19 @@ class RooflineLatency:
     (per precision) times their efficiencies. Every coefficient is precomputed in ms per unit.
     """
 
-    def __init__(self, config: Any, gpu: Any, model: Any, tp: int) -> None:
+    def __init__(self, config: Any, gpu: Any, model: Any, tp: int, scale: float = 1.0) -> None:
         dtype = compute_dtype(model)
         # attention runs in BF16 unless the weights and the KV cache are both FP8 (FP8 kernels)
         fp8_cache = getattr(model, "kv_dtype", None) == "fp8"
         attn_dtype = dtype if dtype == "fp8" and fp8_cache else "bf16"
         share = config.compute_efficiency or config.efficiency
-        gemm_eff = share or _gpu_share(gpu, dtype)
-        attn_eff = share or _gpu_share(gpu, attn_dtype)
-        mem_eff = config.memory_efficiency or config.efficiency or gpu.memory_efficiency
+        # `cluster.efficiency_scale`: 1 unless a plan moves the model (--model-error); x1.0 and
+        # min(1.0, share) leave a share <= 1 exactly as it was
+        gemm_eff = min(1.0, (share or _gpu_share(gpu, dtype)) * scale)
+        attn_eff = min(1.0, (share or _gpu_share(gpu, attn_dtype)) * scale)
+        mem_eff = min(
+            1.0, (config.memory_efficiency or config.efficiency or gpu.memory_efficiency) * scale
+        )
         peak = gpu.peak_tflops.get(dtype, gpu.tflops) if dtype != "bf16" else gpu.tflops
         gemm_per_ms = tp * peak * 1e9 * gemm_eff
         bytes_per_ms = tp * gpu.hbm_gbps * 1e6 * mem_eff
@@ -137,7 +141,7 @@ def build_latency(config: Any) -> Latency:
     latency = config.gpu_latency_model
     if latency.kind == "linear":
         return LinearLatency(latency)
-    return RooflineLatency(latency, config.gpu, config.model, config.tp)
+    return RooflineLatency(latency, config.gpu, config.model, config.tp, config.efficiency_scale)
 
 
 def decode_run(

@@ -33,6 +33,7 @@ from simsched.sim.cluster.fast_forward import Jump, plan_jump
 from simsched.sim.cluster.kv_memory import KvMemory, PlainKv
 from simsched.sim.cluster.prefix_cache import PrefixCachedKv
 from simsched.sim.cluster.sequences import DecodeSet, Seq, ceil_div
+from simsched.sim.cluster.utilisation import UtilisationMeter
 from simsched.sim.kernel import RELEASE, SCHEDULER, At, AtInstant
 from simsched.sim.recorder import Recorder
 from simsched.sim.requests import Request
@@ -82,6 +83,7 @@ class Replica:
         self.on_room = lambda: None  # set by the cluster: a request left the waiting queue
         self.observer: Any = NoObserver()
         self.capacity = config.blocks_per_replica
+        self.meter = UtilisationMeter(self.max_tokens, self.capacity)  # utilisation.py
         self.kv = build_kv_memory(env, self.capacity, config, recorder)
         # blocks held now, mid-jump included: the memory's own view, bound once (routers and
         # the KV gate ask it for every replica on every request)
@@ -162,6 +164,7 @@ class Replica:
         self.batch_tokens = prefill + decodes
         end = self.t + step
         self.observer.iteration(self.index, self.t, end, prefill, decodes, self.kv.level)
+        self.meter.step(self.t, end, prefill + decodes, len(self.running), self.kv.level)
         self._schedule(end)
 
     def _plan_running(self, it: int) -> tuple[list, int, int, int, bool]:
@@ -298,6 +301,8 @@ class Replica:
 
     def _end_jump(self) -> None:
         jump, self.jump = self.jump, None
+        k = jump.k
+        self.meter.jump(self.t, jump.ends[:k], self.decoding.count, self.kv.level, jump.need[:k])
         self.kv.end_growth()
         end = jump.ends[jump.k - 1]
         self._finish_decodes(jump.last, end)

@@ -10,6 +10,9 @@ piling onto the lowest index.
 - `least_kv`: the fewest KV blocks in use (llm-d's KV-utilisation scorer), then the fewest
   outstanding requests: blocks are only taken when a request starts running, so a burst placed
   at one instant would otherwise all go to the same replica.
+  Production-faithful, blind spot included: a replica whose requests all wait holds no blocks.
+- `llm_d` (the default): llm-d's default profile, weighted scorers (`config.router.llm_d_profile`
+  has the weights and their source).
 - `{scorers: [...]}`: weighted scorers (scorers.py), e.g. prefix-cache affinity against load.
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from simsched.config.router import llm_d_profile
 from simsched.sim.cluster.scorers import SCORERS, PromptKeys, TieBreak, weighted_choice
 
 
@@ -95,10 +99,15 @@ ROUTERS: dict[str, type[Router]] = {
 }
 
 
+# Named routers that stand for a scorer profile, from the cluster's settings
+PROFILES = {"llm_d": lambda config: llm_d_profile(config.prefix_caching)}
+
+
 def build_router(config: Any, replicas: Sequence[Any], seed: int) -> Router:
-    """The router `cluster.router` names, or the weighted scorers it lists."""
+    """The router `cluster.router` names, or the weighted scorers it lists or stands for."""
     ties = TieBreak(seed)
     setting = config.router
-    if isinstance(setting, str):
+    if isinstance(setting, str) and setting in ROUTERS:
         return ROUTERS[setting](replicas, config.max_waiting_per_replica, ties)
-    return Scored(replicas, config.max_waiting_per_replica, ties, setting, config.block_size)
+    spec = PROFILES[setting](config) if isinstance(setting, str) else setting
+    return Scored(replicas, config.max_waiting_per_replica, ties, spec, config.block_size)

@@ -159,6 +159,9 @@ LINEAR = {
 )
 def test_fast_forward_gives_identical_frames(monkeypatch, cluster, sections) -> None:
     results = run_both_ways(monkeypatch, BUSY, cluster, {"interval_ms": 3.7}, sections)
+    # utilisation is summed iteration by iteration over a jump: the same figures to the bit
+    assert results[0].utilisation == results[1].utilisation
+    assert results[0].utilisation["base"]["total"]["iterations"] > 0
     if cluster.get("num_gpu_blocks", 10**6) < 1000:
         # fewer than before vLLM's free-block watermark, which is what it is for, but still many
         assert results[0].requests["preemptions"].sum() > 20

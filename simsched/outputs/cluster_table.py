@@ -1,0 +1,99 @@
+"""The terminal table's cluster section and the notes under it.
+
+Rows (continuous batching only): requests per replica, then busy share, token-budget share per
+iteration, mean running sequences and KV held, each per replica (up to four; beyond, the lowest
+and highest) and, after `|`, for the cluster (`results.utilisation` defines them). Notes: a
+router the docs warn about, load skewed across replicas, and variants that differ only in the
+gateway policy while the gateway never held a backlog (so the policy made no decisions and their
+results are identical).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simsched.config.loading import resolve_variants
+from simsched.config.router import router_warning
+from simsched.results.backlog import had_backlog
+from simsched.results.frames import SimulationResult
+from simsched.results.utilisation import SKEW_LIMIT, skewed
+
+LISTED = 4  # replicas shown one by one; more show as lowest..highest
+NO_BACKLOG = "no gateway backlog: the policy made no decisions"
+METRICS = (
+    ("busy share", "busy_share", "{:.2f}"),
+    ("token-budget share per iteration", "token_budget_share", "{:.2f}"),
+    ("mean running sequences", "mean_running", "{:.1f}"),
+    ("KV held, mean share", "kv_held_share", "{:.2f}"),
+)
+
+
+def cluster_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
+    """The utilisation rows, when some variant runs replicas; "-" for one that does not."""
+    usage = [result.utilisation.get(v) for v in result.variants]
+    if not any(usage):
+        return []
+    blank = [""] * len(usage)
+    rows = [("replicas (each | cluster)", blank)]
+    rows.append(
+        ("  requests per replica", [_each(u, "requests", "{}", total=False) for u in usage])
+    )
+    for label, key, fmt in METRICS:
+        rows.append((f"  {label}", [_each(u, key, fmt) for u in usage]))
+    return rows
+
+
+def _each(usage: dict[str, Any] | None, key: str, fmt: str, total: bool = True) -> str:
+    """Each replica's figure (up to LISTED replicas; beyond, the lowest and highest, so that a
+    wide fleet keeps the columns readable), then the cluster's after `|`."""
+    if usage is None:
+        return "-"
+    values = [r[key] for r in usage["replicas"].values()]
+    if len(values) <= LISTED:
+        cells = " ".join(fmt.format(v) for v in values)
+    else:
+        cells = f"{fmt.format(min(values))}..{fmt.format(max(values))}"
+    return f"{cells} | {fmt.format(usage['total'][key])}" if total else cells
+
+
+def table_notes(result: SimulationResult) -> list[str]:
+    """Plain-words notes on what the table cannot show by itself."""
+    resolved = dict(resolve_variants(result.scenario))
+    notes = _router_notes(result, resolved)
+    for variant in result.variants:
+        usage = result.utilisation.get(variant)
+        if skewed(usage):
+            notes.append(
+                f"{_who(result, variant)}load is skewed across replicas: the busiest took "
+                f"{usage['request_skew']:.2f}x the mean of requests (more than {SKEW_LIMIT:g}x); "
+                "its latency is the busiest replica's"
+            )
+    if _policy_only(result, resolved) and not any(
+        had_backlog(result.requests[result.requests["variant"] == v]) for v in result.variants
+    ):
+        notes.append(f"{NO_BACKLOG} (requests of two tenants never waited at once)")
+    return notes
+
+
+def _router_notes(result: SimulationResult, resolved: dict[str, Any]) -> list[str]:
+    found = {v: router_warning(resolved[v].cluster) for v in result.variants}
+    texts = {text for text in found.values() if text}
+    if len(texts) == 1 and all(found.values()):  # every variant: one note
+        return [texts.pop()]
+    return [f"variant {v}: {text}" for v, text in found.items() if text]
+
+
+def _who(result: SimulationResult, variant: str) -> str:
+    return f"variant {variant}: " if len(result.variants) > 1 else ""
+
+
+def _policy_only(result: SimulationResult, resolved: dict[str, Any]) -> bool:
+    """Several variants, alike in everything but the scheduler (the gateway policy)."""
+    if len(result.variants) < 2:
+        return False
+    settings = [
+        resolved[v].model_dump(mode="json", exclude={"scheduler", "variants"})
+        for v in result.variants
+    ]
+    schedulers = [resolved[v].scheduler for v in result.variants]
+    return all(s == settings[0] for s in settings) and len({repr(s) for s in schedulers}) > 1

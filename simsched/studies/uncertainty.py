@@ -1,0 +1,142 @@
+"""How firm a plan's answer is: the runner-up and its gap, near-ties within the model's error,
+and what survives when the latency model's efficiencies move (`--model-error`).
+
+The default tie margin is the calibration's median absolute error: 5.8% over the 102 published
+figures of calibration/published.yaml with the shipped presets (docs/continuous_batching.md,
+"Fidelity"; tests/studies/test_uncertainty.py checks that the docs still say so). Two options
+whose costs differ by less than the model's typical error cannot be told apart by it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from simsched.errors import InputError
+from simsched.studies.bisection import PlanResult
+from simsched.studies.fleet import FleetPlan, shown
+
+CALIBRATION_MEDIAN_ERROR = 0.058
+MARGIN_SOURCE = "the calibration's median absolute error, docs/continuous_batching.md, Fidelity"
+
+
+def option(fleet: FleetPlan, plan: PlanResult) -> str:
+    """`cluster.gpu=a100-80gb with cluster.replicas=5 ($13.50/hour)`."""
+    where = f"{shown(plan.combo)} with " if plan.combo else ""
+    cost = f" (${plan.cost_per_hour:.2f}/hour)" if plan.cost_per_hour is not None else ""
+    return f"{where}{fleet.knob}={plan.answer}{cost}"
+
+
+def runner_up(fleet: FleetPlan) -> PlanResult | None:
+    """The next best combination with an answer, by the plan's own choice."""
+    found = [p for p in fleet.plans if p.answer is not None and p is not fleet.best]
+    return min(found, key=fleet.sort_key) if found and fleet.best is not None else None
+
+
+def gap(best: PlanResult, other: PlanResult) -> float | None:
+    """How much more the other costs, as a share of the answer's cost."""
+    if best.cost_per_hour is None or other.cost_per_hour is None or not best.cost_per_hour:
+        return None
+    return other.cost_per_hour / best.cost_per_hour - 1
+
+
+def runner_up_notes(fleet: FleetPlan, margin: float) -> list[str]:
+    """The runner-up and its gap, for `--minimize cost`; a near-tie when within `margin`."""
+    if fleet.minimize != "cost" or fleet.best is None:
+        return []
+    other = runner_up(fleet)
+    if other is None:
+        return ["runner-up: none (no other combination meets every SLO in the range)"]
+    share = gap(fleet.best, other)
+    extra = other.cost_per_hour - fleet.best.cost_per_hour
+    text = f"runner-up: {option(fleet, other)}, +${extra:.2f}/hour ({share:+.1%})"
+    notes = [text]
+    for plan in fleet.plans:
+        within = plan.answer is not None and plan is not fleet.best
+        share = gap(fleet.best, plan) if within else None
+        if share is not None and share <= margin:
+            notes.append(
+                f"near-tie: {option(fleet, plan)} costs {share:+.1%} against the answer "
+                f"{option(fleet, fleet.best)}, within the {margin:.1%} margin ({_source(margin)}); "
+                "the model cannot tell them apart: weigh both"
+            )
+    return notes
+
+
+def _source(margin: float) -> str:
+    return MARGIN_SOURCE if margin == CALIBRATION_MEDIAN_ERROR else "--tie-margin"
+
+
+@dataclass(frozen=True)
+class Shifted:
+    """The plan's answer with the latency model's efficiencies moved by `shift` (e.g. -0.1)."""
+
+    shift: float
+    answer: Any
+    combo: tuple
+    cost_per_hour: float | None
+    text: str  # the option in words, or why there is none
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "efficiency_shift": self.shift,
+            "answer": self.answer,
+            "over": dict(self.combo) if self.combo else None,
+            "cost_per_hour": self.cost_per_hour,
+            "option": self.text,
+        }
+
+
+def shifted(fleet: FleetPlan, shift: float) -> Shifted:
+    best = fleet.best
+    if best is None:
+        return Shifted(shift, None, (), None, "nothing meets every SLO")
+    return Shifted(shift, best.answer, best.combo, best.cost_per_hour, option(fleet, best))
+
+
+def model_error_note(fleet: FleetPlan, error: float, moved: list[Shifted]) -> str:
+    """Whether the answer survives efficiencies moved by -error and +error."""
+    best = fleet.best
+    same = [
+        m for m in moved if best is not None and (m.answer, m.combo) == (best.answer, best.combo)
+    ]
+    verdict = (
+        "the answer survives"
+        if len(same) == len(moved)
+        else "the answer does not survive: size for the pessimistic case, or measure"
+    )
+    parts = "; ".join(f"efficiencies {m.shift:+.0%}: {m.text}" for m in moved)
+    return f"model error +-{error:.0%}: {parts}; {verdict}"
+
+
+EFFICIENCY_SCALE = "cluster.efficiency_scale"
+
+
+def moved_efficiency(shift: float) -> str:
+    """The override that moves every efficiency of the roofline model by `shift` (-0.1: 10%
+    lower, a slower model)."""
+    return f"{EFFICIENCY_SCALE}={1 + shift:.12g}"
+
+
+def check_uncertainty(
+    tie_margin: float, model_error: float | None, scenario: Any, label: str
+) -> None:
+    """Both shares in range, and a latency model with efficiencies to move."""
+    if not 0 <= tie_margin < 1:
+        raise InputError(
+            label, "--tie-margin", f"must be in [0, 100) percent, got {tie_margin:.4g}"
+        )
+    if model_error is None:
+        return
+    if not 0 < model_error < 1:
+        raise InputError(
+            label, "--model-error", f"must be in (0, 100) percent, got {model_error * 100:.4g}"
+        )
+    latency = getattr(scenario.cluster, "latency_model", None)
+    kind = getattr(latency, "kind", scenario.cluster.service_model)
+    if kind != "roofline":
+        raise InputError(
+            label,
+            "--model-error",
+            f"moves the roofline latency model's efficiencies; this scenario's model is {kind}",
+        )

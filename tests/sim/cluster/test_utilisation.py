@@ -1,0 +1,80 @@
+"""Utilisation per replica and in total, against figures worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from simsched.config.loading import validate
+from simsched.results.simulate import simulate
+from simsched.results.utilisation import skewed
+
+# every iteration: 1 ms + 0.01 ms per prefill token + 0.1 ms per decoding sequence
+LINEAR = {"kind": "linear", "base_ms": 1.0, "prefill_ms_per_token": 0.01, "decode_ms_per_seq": 0.1}
+
+
+def run(tenant_arrivals: dict, replicas: int = 1, fast_forward: bool = True):
+    tenant = {"id": "a", "arrivals": tenant_arrivals, "prefill_tokens": 100, "decode_tokens": 10}
+    cluster = {
+        "service_model": "continuous_batching",
+        "replicas": replicas,
+        "latency_model": LINEAR,
+        "num_gpu_blocks": 100,
+        "block_size": 16,
+        "schedule_step_ms": 0.0,
+        "block_watermark": 0.0,
+        "max_num_batched_tokens": 2048,
+        "fast_forward": fast_forward,
+        "router": "round_robin",
+    }
+    raw = {"tenants": [tenant], "cluster": cluster, "admission": {"enabled": False}}
+    return simulate(validate(raw, "u.yaml")).utilisation["base"]
+
+
+@pytest.mark.parametrize("fast_forward", [True, False])
+def test_one_request_alone_matches_the_hand_count(fast_forward) -> None:
+    # One 100-token prompt, 10 output tokens, at 0: one prefill iteration (1 + 100 * 0.01 = 2 ms,
+    # its first token), then 9 decode iterations of 1 + 0.1 = 1.1 ms. It holds ceil(100/16) = 7
+    # blocks while prefilling and ceil(109/16) = 7 to the end, of 100.
+    usage = run({"kind": "periodic", "interval_ms": 1, "count": 1}, fast_forward=fast_forward)
+    busy = 2.0 + 9 * 1.1
+    one = usage["replicas"]["0"]
+    assert usage["span_ms"] == pytest.approx(busy)
+    assert one["iterations"] == 10
+    assert one["busy_share"] == 1.0  # nothing else ran, and it ran from 0 to the end
+    assert one["token_budget_share"] == round((100 + 9) / (10 * 2048), 4)
+    assert one["mean_running"] == 1.0
+    assert one["kv_held_share"] == 0.07
+    assert one["requests"] == 1
+    assert usage["total"] == one and usage["request_skew"] == 1.0
+
+
+def test_two_replicas_share_time_and_count_requests() -> None:
+    # Two requests 1 ms apart, round robin: replica 0 from 0, replica 1 from 1, each busy for
+    # 11.9 ms of a 12.9 ms span; the cluster runs 2 sequences at most, 2 x 11.9 / 12.9 on mean.
+    usage = run({"kind": "periodic", "interval_ms": 1, "count": 2}, replicas=2)
+    busy, span = 2.0 + 9 * 1.1, 1.0 + 2.0 + 9 * 1.1
+    assert usage["span_ms"] == pytest.approx(span)
+    assert usage["replicas"]["0"]["busy_share"] == round(busy / span, 4)
+    assert usage["replicas"]["1"]["busy_share"] == round(busy / span, 4)
+    assert usage["total"]["busy_share"] == round(busy / span, 4)
+    assert usage["total"]["mean_running"] == round(2 * busy / span, 4)
+    assert usage["total"]["kv_held_share"] == round(2 * 7 * busy / (span * 200), 4)
+    assert [r["requests"] for r in usage["replicas"].values()] == [1, 1]
+
+
+def test_skew_is_the_busiest_replica_over_the_mean() -> None:
+    # three requests on two replicas by round robin: 2 and 1, a max/mean of 2 / 1.5
+    usage = run({"kind": "periodic", "interval_ms": 1, "count": 3}, replicas=2)
+    assert usage["request_skew"] == round(2 / 1.5, 4)
+    assert not skewed(usage)  # 1.33 is within the 1.5 limit
+    assert skewed({"request_skew": 1.6}) and not skewed(None)
+    assert math.isclose(usage["total"]["requests"], 3)
+
+
+def test_token_server_has_no_utilisation_block() -> None:
+    raw = {"tenants": [{"id": "a", "arrivals": {"kind": "periodic", "interval_ms": 5, "count": 3},
+                        "prefill_tokens": 10, "decode_tokens": 5}]}  # fmt: skip
+    result = simulate(validate(raw, "t.yaml"))
+    assert result.utilisation == {} and "utilisation" not in result.to_json_dict()

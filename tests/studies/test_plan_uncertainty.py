@@ -1,0 +1,138 @@
+"""How firm a plan's answer is: runner-up and near-ties, headroom, and --model-error."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from simsched.config.loading import validate
+from simsched.errors import InputError
+from simsched.studies.bisection import PlanResult
+from simsched.studies.fleet import FleetPlan
+from simsched.studies.plan import plan
+from simsched.studies.uncertainty import CALIBRATION_MEDIAN_ERROR, runner_up_notes
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def fleet_of(costs: dict[str, float | None]) -> FleetPlan:
+    plans = [
+        PlanResult("cluster.replicas", "base", False, [1, 2], [], combo=(("cluster.gpu", gpu),),
+                   answer=None if cost is None else 2, gpus=2, cost_per_hour=cost)
+        for gpu, cost in costs.items()
+    ]  # fmt: skip
+    fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "cost", plans)
+    fleet.choose()
+    return fleet
+
+
+def test_the_default_margin_is_the_median_error_the_docs_state() -> None:
+    fidelity = (REPO / "docs" / "continuous_batching.md").read_text()
+    stated = re.search(r"With the shipped defaults: median absolute error ([\d.]+)%", fidelity)
+    assert stated is not None and float(stated.group(1)) / 100 == pytest.approx(
+        CALIBRATION_MEDIAN_ERROR
+    )
+
+
+def test_an_option_within_the_margin_is_a_near_tie_with_both_shown() -> None:
+    # 14.00 / 13.50 - 1 = 3.7%, within 5.8%; 20.00 / 13.50 - 1 = 48.1%, not
+    fleet = fleet_of({"a100-80gb": 13.50, "h100-80gb": 14.00, "h200": 20.00})
+    notes = runner_up_notes(fleet, CALIBRATION_MEDIAN_ERROR)
+    assert notes[0] == (
+        "runner-up: cluster.gpu=h100-80gb with cluster.replicas=2 ($14.00/hour), "
+        "+$0.50/hour (+3.7%)"
+    )
+    ties = [n for n in notes if n.startswith("near-tie")]
+    assert len(ties) == 1 and "h100-80gb" in ties[0] and "a100-80gb" in ties[0]
+    assert "within the 5.8% margin (the calibration's median absolute error" in ties[0]
+    assert not [n for n in runner_up_notes(fleet, 0.03) if n.startswith("near-tie")]
+
+
+def test_a_clear_answer_names_its_runner_up_without_a_tie() -> None:
+    fleet = fleet_of({"a100-80gb": 13.50, "h100-80gb": 18.465, "h200": None})
+    notes = runner_up_notes(fleet, CALIBRATION_MEDIAN_ERROR)
+    assert notes == [
+        "runner-up: cluster.gpu=h100-80gb with cluster.replicas=2 ($18.46/hour), "
+        "+$4.96/hour (+36.8%)"
+    ]
+    alone = fleet_of({"a100-80gb": 13.50, "h100-80gb": None})
+    assert runner_up_notes(alone, CALIBRATION_MEDIAN_ERROR)[0].startswith("runner-up: none")
+
+
+def counting_scenario(tmp_path: Path) -> Path:
+    # Near-periodic arrivals (gamma, cv 1e-6) at 10/s for 10 s: about 100 x load_scale requests
+    # on a token server too fast to shed any.
+    path = tmp_path / "count.yaml"
+    path.write_text(
+        "tenants:\n"
+        "  - id: a\n"
+        "    arrivals: {kind: gamma, rate_per_s: 10, cv: 0.000001, duration_s: 10}\n"
+        "    prefill_tokens: 10\n"
+        "    decode_tokens: 5\n"
+        "admission: {enabled: false}\n"
+    )
+    return path
+
+
+def test_headroom_is_the_largest_load_scale_the_answer_absorbs(tmp_path) -> None:
+    # all.submitted <= 122: 1.20 x 100 = 120 requests meet it, 1.25 x 100 = 125 do not
+    fleet = plan(counting_scenario(tmp_path), "cluster.service_tokens_per_ms", "40:50",
+                 ["all.submitted<=122"], step=10)  # fmt: skip
+    assert fleet.answer == 40
+    assert (fleet.headroom.met, fleet.headroom.missed) == (1.2, 1.25)
+    assert "headroom: +20% load; load_scale in [1.2, 1.25)" in fleet.notes[-1]
+    assert fleet.to_json_dict()["headroom"]["met"] == 1.2
+    quiet = plan(counting_scenario(tmp_path), "cluster.service_tokens_per_ms", "40:50",
+                 ["all.submitted<=122"], step=10, headroom=False)  # fmt: skip
+    assert quiet.headroom is None and "headroom" not in quiet.to_json_dict()
+
+
+def test_maximize_load_scale_answers_the_growth_a_fixed_fleet_absorbs(tmp_path) -> None:
+    fleet = plan(counting_scenario(tmp_path), "load_scale", "1:2", ["all.submitted<=122"],
+                 step=0.05, maximize=True)  # fmt: skip
+    assert fleet.answer == 1.2 and fleet.headroom is None  # the answer is the headroom
+
+
+MOVED = """\
+tenants:
+  - id: a
+    arrivals: {kind: poisson, rate_per_s: 30, duration_s: 4}
+    prefill_tokens: 1500
+    decode_tokens: 20
+cluster: {service_model: continuous_batching, gpu: a100-80gb, latency_model: roofline}
+admission: {enabled: false}
+"""
+
+
+def test_model_error_replans_with_efficiencies_moved_both_ways(tmp_path) -> None:
+    path = tmp_path / "moved.yaml"
+    path.write_text(MOVED)
+    fleet = plan(path, "cluster.replicas", "1:6", ["a.p99_ttft_ms<=800"], headroom=False,
+                 model_error=0.3)  # fmt: skip
+    slower, faster = fleet.model_error
+    assert (slower.shift, faster.shift) == (-0.3, 0.3)
+    # a slower model never needs fewer replicas (none in the range: more), a faster one never more
+    needed = [math.inf if a is None else a for a in (slower.answer, fleet.answer, faster.answer)]
+    assert needed == sorted(needed, reverse=True) and fleet.answer is not None
+    assert fleet.notes[-1].startswith("model error +-30%: efficiencies -30%: ")
+    survives = slower.answer == faster.answer == fleet.answer
+    assert ("the answer survives" in fleet.notes[-1]) == survives
+
+
+def test_model_error_needs_a_roofline_model(tmp_path) -> None:
+    path = tmp_path / "linear.yaml"
+    linear = "{kind: linear, base_ms: 5, prefill_ms_per_token: 0.01, decode_ms_per_seq: 0.1}"
+    path.write_text(MOVED.replace("latency_model: roofline", f"latency_model: {linear}"))
+    with pytest.raises(InputError) as caught:
+        plan(path, "cluster.replicas", "1:6", ["a.p99_ttft_ms<=400"], model_error=0.1)
+    assert "--model-error" in str(caught.value) and "model is linear" in str(caught.value)
+    with pytest.raises(InputError) as scaled:
+        validate({"tenants": [{"id": "a", "arrivals": {"kind": "periodic", "interval_ms": 1,
+                  "count": 1}, "prefill_tokens": 1, "decode_tokens": 1}], "cluster": {
+                  "service_model": "continuous_batching", "efficiency_scale": 0.9,
+                  "latency_model": {"kind": "linear", "base_ms": 5, "prefill_ms_per_token": 0.01,
+                                    "decode_ms_per_seq": 0.1}}}, "s.yaml")  # fmt: skip
+    assert "the linear model has none" in str(scaled.value)
