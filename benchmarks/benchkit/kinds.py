@@ -118,7 +118,7 @@ class SpeedBudgets:
     needs: tuple[Need, ...] = ()
 
     def run(self, ctx: Context) -> list[Outcome]:
-        outcomes = run_budgets(ctx.repo, ctx.out)
+        outcomes = run_budgets(ctx.repo, ctx.out, ctx.repeat)
         return [Outcome(f"{self.name}: {o.row}", *_fields(o)) for o in outcomes]
 
 

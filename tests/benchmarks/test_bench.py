@@ -202,3 +202,17 @@ def test_every_budget_names_tests_that_exist() -> None:
         tree = ast.parse((REPO / budget.path).read_text(encoding="utf-8"))
         defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
         assert set(budget.tests) <= defined, budget.name
+
+
+def test_budget_runs_keep_each_case_best_time_and_any_failure() -> None:
+    def case(name: str, seconds: float, status: str = "passed") -> budgets.Case:
+        return budgets.Case("tests.x.test_a", name, seconds, status)
+
+    first = [case("test_a[1]", 0.5), case("test_a[2]", 0.1), case("test_b", 0.1)]
+    second = [case("test_a[1]", 0.2), case("test_a[2]", 0.3), case("test_b", 0.3, "failed")]
+    best = {c.name: (c.seconds, c.status) for c in budgets.best_cases([first, second])}
+    assert best == {
+        "test_a[1]": (0.2, "passed"),
+        "test_a[2]": (0.1, "passed"),
+        "test_b": (0.3, "failed"),
+    }
