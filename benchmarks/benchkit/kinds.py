@@ -20,6 +20,22 @@ def describe(label: str, run: Run) -> str:
     return f"{label} {run.wall_s:.2f} s wall, {run.cpu_s:.2f} s CPU, {run.peak_rss_mib:.0f} MiB"
 
 
+# A single-threaded process whose wall time is this many times its CPU time waited for a core
+# most of the time: the machine was busy, and its wall times say more about the load than the code.
+BUSY = 1.5
+
+
+def load_note(ours: Run, theirs: Run) -> str:
+    """On a busy machine, the CPU-time ratio beside the wall-time one, so neither misleads."""
+    waiting = max(ours.wall_s / ours.cpu_s, theirs.wall_s / theirs.cpu_s)
+    if waiting < BUSY:
+        return ""
+    return (
+        f"; busy machine (wall up to {waiting:.1f}x CPU time): wall ratio "
+        f"{ours.wall_s / theirs.wall_s:.2f}x, CPU ratio {ours.cpu_s / theirs.cpu_s:.2f}x"
+    )
+
+
 @dataclass(frozen=True)
 class Comparison:
     """`subject` against `yardstick`, both whole processes run in turns, best of `repeat` each;
@@ -38,6 +54,7 @@ class Comparison:
         runs = alternate(commands, ctx.repeat)
         ours, theirs = (runs[label] for label in self.labels)
         detail = f"{describe(self.labels[0], ours)}; {describe(self.labels[1], theirs)}"
+        detail += load_note(ours, theirs)
         return [
             judged(self.name, goal, ours.metric(goal.metric) / theirs.metric(goal.metric), detail)
             for goal in self.goals

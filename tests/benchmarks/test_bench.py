@@ -216,3 +216,13 @@ def test_budget_runs_keep_each_case_best_time_and_any_failure() -> None:
         "test_a[2]": (0.1, "passed"),
         "test_b": (0.3, "failed"),
     }
+
+
+def test_a_busy_machine_is_named_with_the_cpu_ratio_beside_the_wall_one() -> None:
+    idle = measure.Run(2.0, 1.9, 100.0), measure.Run(4.0, 3.9, 100.0)
+    assert kinds.load_note(*idle) == ""
+    busy = measure.Run(80.0, 8.0, 100.0), measure.Run(190.0, 13.0, 100.0)
+    # wall / CPU: 10.0 and 14.6; ratios: wall 80 / 190 = 0.42, CPU 8 / 13 = 0.62
+    assert kinds.load_note(*busy) == (
+        "; busy machine (wall up to 14.6x CPU time): wall ratio 0.42x, CPU ratio 0.62x"
+    )
