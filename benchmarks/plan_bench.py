@@ -1,7 +1,7 @@
 """Planning throughput: configurations fully evaluated by a realistic seeded plan.
 
-scenarios/fleet_planning.yaml at 10 minutes of traffic (three tenants, about 115 requests/s,
-continuous batching, so some 69,000 requests per configuration): which GPU (A100 or H100) and
+scenarios/fleet_planning.yaml at 10 minutes of traffic (three tenants, about 48 requests/s,
+continuous batching, so some 29,000 requests per configuration): which GPU (A100 or H100) and
 how many replicas (1 to 8) meet the interactive p99 TTFT target at the lowest cost, each probe
 at --seeds seeds. A configuration is one simulated run (a probe at one seed). Prints one JSON
 line: jobs, seeds, configurations, wall_s (the plan alone), configurations_per_hour and the

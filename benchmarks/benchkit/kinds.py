@@ -81,7 +81,7 @@ class PlanThroughput:
 
     def run(self, ctx: Context) -> list[Outcome]:
         shape = json.loads(measure(self.plan(ctx, "--count")).stdout)
-        commands = {f"--jobs {j}": self.plan(ctx, f"--jobs={j}") for j in self.jobs}
+        commands = {jobs_label(j): self.plan(ctx, f"--jobs={j}") for j in self.jobs}
         with_floor = reference_loop(ctx) is None
         if with_floor:
             trace = ctx.trace(shape["requests"])
@@ -97,13 +97,18 @@ class PlanThroughput:
         what = f"configurations/hour, {label}"
         detail = (
             f"{configurations} configurations of about {shape['requests']:,} requests "
-            f"({shape['seeds']} seeds) in {run.wall_s:.1f} s wall, {run.peak_rss_mib:.0f} MiB"
+            f"({shape['seeds']} seeds) in {run.wall_s:.1f} s wall, {run.cpu_s:.1f} s CPU, "
+            f"{run.peak_rss_mib:.0f} MiB"
         )
         if floor is None:
             return Outcome(self.name, what, f"{per_hour:,.0f}", "-", INFO, detail + "; no floor: "
                            "the reference loop is missing")  # fmt: skip
         status = PASS if per_hour >= floor else FAIL
         return Outcome(self.name, what, f"{per_hour:,.0f}", f">= {floor:,.0f}", status, detail)
+
+
+def jobs_label(jobs: int) -> str:
+    return "serial" if jobs == 1 else f"--jobs {jobs}"
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,7 @@ def test_a_comparison_divides_the_subject_by_the_yardstick(monkeypatch) -> None:
 
 def test_plan_throughput_floor_is_the_reference_pace() -> None:
     row = kinds.PlanThroughput("plan", "t")
-    shape = {"requests": 69_000, "seeds": 2}
+    shape = {"requests": 29_000, "seeds": 2}
     run = measure.Run(36.0, 40.0, 300.0, stdout='{"configurations": 12}')
     # 12 configurations in 36 s: 1,200 an hour; the reference takes 4 s for the same requests,
     # so the floor is 3600 / 4 = 900 an hour
