@@ -11,13 +11,22 @@ missing; a skip never fails). Exits 1 when any goal is missed, 2 on a bad option
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from benchkit.context import Context, first_missing
 from benchkit.measure import CommandFailed
 from benchkit.rows import ROWS
-from benchkit.verdicts import FAIL, Outcome, exit_status, progress_line, skipped, table
+from benchkit.verdicts import (
+    FAIL,
+    Outcome,
+    exit_status,
+    machine_line,
+    progress_line,
+    skipped,
+    table,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -57,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(exist_ok=True)
     ctx = Context(repo=REPO, out=out, reference=args.reference.resolve(), repeat=args.repeat)
     outcomes: list[Outcome] = []
+    print(machine_line(os.cpu_count() or 1, os.getloadavg()[0]), flush=True)
     for row in ROWS:
         if args.only and row.name not in args.only:
             continue
@@ -66,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             outcomes.append(outcome)
     print()
     print(table(outcomes))
+    print(machine_line(os.cpu_count() or 1, os.getloadavg()[0]))
     return exit_status(outcomes)
 
 

@@ -72,6 +72,15 @@ def progress_line(outcome: Outcome) -> str:
     return f"{outcome.status} {outcome.what} {outcome.value}{goal}: {outcome.detail}"
 
 
+def machine_line(cores: int, load: float) -> str:
+    """How busy the machine is: absolute figures (the speed budgets, the planning throughput)
+    move with it; the ratios much less, since both sides share the load."""
+    line = f"machine: {cores} cores, load average {load:.1f} over the last minute"
+    if load > cores:
+        line += "; busy: more runnable processes than cores, so absolute times are inflated"
+    return line
+
+
 def exit_status(outcomes: Iterable[Outcome]) -> int:
     """1 when any goal is missed; skips and information never fail the run."""
     return 1 if any(o.status == FAIL for o in outcomes) else 0

@@ -226,3 +226,11 @@ def test_a_busy_machine_is_named_with_the_cpu_ratio_beside_the_wall_one() -> Non
     assert kinds.load_note(*busy) == (
         "; busy machine (wall up to 14.6x CPU time): wall ratio 0.42x, CPU ratio 0.62x"
     )
+
+
+def test_the_machine_line_says_when_there_are_more_runnable_processes_than_cores() -> None:
+    from benchkit.verdicts import machine_line
+
+    assert machine_line(2, 1.5) == "machine: 2 cores, load average 1.5 over the last minute"
+    assert machine_line(2, 12.3).endswith("busy: more runnable processes than cores, so "
+                                          "absolute times are inflated")  # fmt: skip
