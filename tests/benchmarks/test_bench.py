@@ -224,8 +224,21 @@ def test_a_busy_machine_is_named_with_the_cpu_ratio_beside_the_wall_one() -> Non
     busy = measure.Run(80.0, 8.0, 100.0), measure.Run(190.0, 13.0, 100.0)
     # wall / CPU: 10.0 and 14.6; ratios: wall 80 / 190 = 0.42, CPU 8 / 13 = 0.62
     assert kinds.load_note(*busy) == (
-        "; busy machine (wall up to 14.6x CPU time): wall ratio 0.42x, CPU ratio 0.62x"
+        "; busy machine (wall up to 14.6x CPU time), so wall-time goals are judged on CPU time: "
+        "wall ratio 0.42x, CPU ratio 0.62x"
     )
+
+
+def test_on_a_busy_machine_a_wall_goal_is_judged_on_cpu_time(monkeypatch) -> None:
+    busy = {"simsched": measure.Run(80.0, 8.0, 100.0), "reference": measure.Run(190.0, 13.0, 90)}
+    monkeypatch.setattr(kinds, "alternate", lambda commands, repeat: busy)
+    goals = (Goal("wall", 0.5), Goal("rss", 1.3))
+    wall, rss = kinds.Comparison("r", "t", lambda c: [], lambda c: [], goals=goals).run(
+        context(Path("."))
+    )
+    # wall 80 / 190 = 0.42 would pass; CPU 8 / 13 = 0.62 misses
+    assert (wall.what, wall.value, wall.status) == ("CPU time ratio", "0.62x", FAIL)
+    assert (rss.what, rss.value, rss.status) == ("peak memory ratio", "1.11x", PASS)
 
 
 def test_the_machine_line_says_when_there_are_more_runnable_processes_than_cores() -> None:
