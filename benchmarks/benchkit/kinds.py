@@ -139,6 +139,7 @@ class Phases:
         detail = (
             f"{r['requests']:,} requests; generate {r['generate_s']:.2f} s, simulate "
             f"{r['simulate_s']:.2f} s, results {r['results_s']:.2f} s; peak {r['peak_rss_mib']} MiB"
+            f"; the process: {run.wall_s:.1f} s wall, {run.cpu_s:.1f} s CPU"  # wall >> CPU: busy
         )
         rate = f"{r['requests_per_s']:,}"
         return [Outcome(self.name, "simulated requests/s", rate, "-", INFO, detail)]
