@@ -47,7 +47,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     names = [row.name for row in ROWS]
     parser.add_argument("--only", nargs="+", choices=names, metavar="ROW",
                         help=f"run only these rows: {', '.join(names)}")  # fmt: skip
-    parser.add_argument("--repeat", type=int, default=3, help="runs per side; the best counts")
+    # 2: best of two keeps the whole bench under ten minutes on 2 cores (docs/benchmarks.md)
+    parser.add_argument("--repeat", type=int, default=2, help="runs per side; the best counts")
     parser.add_argument("--reference", type=Path, default=REPO.parent / "shared" / "reference",
                         help="folder of the reference loop (seed_scheduler.py)")  # fmt: skip
     parser.add_argument("--list", action="store_true", help="list the rows and exit")
