@@ -40,7 +40,8 @@ Need = Callable[[Context], "str | None"]
 def reference_loop(ctx: Context) -> str | None:
     if (ctx.reference / "seed_scheduler.py").is_file():
         return None
-    return f"no reference loop (seed_scheduler.py) in {ctx.reference}; give it: --reference DIR"
+    where = "--reference DIR, or make bench REFERENCE=DIR"
+    return f"no reference loop (seed_scheduler.py) in {ctx.reference}; give its folder: {where}"
 
 
 def data_file(name: str) -> Need:
