@@ -1,18 +1,21 @@
-"""Planning throughput: configurations fully evaluated per hour for a realistic plan.
+"""Planning throughput: configurations fully evaluated by a realistic seeded plan.
 
-scenarios/fleet_planning.yaml at 10 minutes of traffic (three tenants, about 115 requests/s,
-continuous batching, so some 69,000 requests per configuration): which GPU (A100 or H100) and
-how many replicas (1 to 8) meet the interactive p99 TTFT target at the lowest cost. A
-configuration is one simulated run (a probe at one seed). The plan runs serially, then with
---jobs; each prints its wall time, the runs it made and the runs per hour.
+scenarios/fleet_planning.yaml at 10 minutes of traffic (three tenants, about 48 requests/s,
+continuous batching, so some 29,000 requests per configuration): which GPU (A100 or H100) and
+how many replicas (1 to 8) meet the interactive p99 TTFT target at the lowest cost, each probe
+at --seeds seeds. A configuration is one simulated run (a probe at one seed). Prints one JSON
+line: jobs, seeds, configurations, wall_s (the plan alone), configurations_per_hour and the
+plan's answer. With --count it prints instead the requests of one configuration (the first
+seed's workload) without planning. `make bench` runs it as a whole process (row
+plan_throughput); by hand:
 
-    python benchmarks/plan_bench.py [--jobs N]
+    python benchmarks/plan_bench.py [--jobs N] [--seeds S] [--count]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import sys
 import time
 from pathlib import Path
@@ -22,7 +25,14 @@ SCENARIO = REPO / "scenarios" / "fleet_planning.yaml"
 TEN_MINUTES = [f"tenants.{t}.arrivals.duration_s=600" for t in ("chat", "ide", "batch")]
 
 
-def run_plan(jobs: int) -> tuple[float, int, str]:
+def count_requests() -> int:
+    from simsched.config.loading import load_scenario
+    from simsched.workload.build import build_workload
+
+    return len(build_workload(load_scenario(SCENARIO, TEN_MINUTES)))
+
+
+def run_plan(jobs: int, seeds: int) -> dict:
     from simsched.studies.plan import plan
 
     start = time.perf_counter()
@@ -34,32 +44,33 @@ def run_plan(jobs: int) -> tuple[float, int, str]:
         over={"cluster.gpu": ["a100-80gb", "h100-80gb"]},
         minimize="cost",
         overrides=TEN_MINUTES,
+        seeds=seeds,
         jobs=jobs,
         headroom=False,  # the search's throughput, as before headroom existed
     )
-    # the answer's utilisation is one more run, at one configuration
-    runs = len(result.probes) + (result.utilisation is not None)
-    return time.perf_counter() - start, runs, result.message
-
-
-def report(jobs: int) -> None:
-    wall, runs, message = run_plan(jobs)
-    mode = "serial" if jobs == 1 else f"--jobs {jobs}"
-    print(
-        f"plan throughput ({mode}): {runs} configurations in {wall:.1f} s = "
-        f"{runs / wall * 3600:,.0f} configurations/hour; {message}",
-        flush=True,
-    )
+    wall = time.perf_counter() - start
+    # each probe is `seeds` runs; the answer's utilisation is one more run, at one configuration
+    configurations = len(result.probes) * seeds + (result.utilisation is not None)
+    return {
+        "jobs": jobs,
+        "seeds": seeds,
+        "configurations": configurations,
+        "wall_s": round(wall, 3),
+        "configurations_per_hour": round(configurations * 3600 / wall),
+        "answer": result.message,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    parser.add_argument("--jobs", type=int, default=max(2, cores or 1))
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--count", action="store_true", help="print the requests per run only")
     args = parser.parse_args()
-    print("plan: 3 tenants, 10 minutes of traffic, continuous batching, A100 or H100 x 1..8")
-    report(1)
-    report(args.jobs)
+    if args.count:
+        print(json.dumps({"requests": count_requests(), "seeds": args.seeds}))
+    else:
+        print(json.dumps(run_plan(args.jobs, args.seeds)))
 
 
 if __name__ == "__main__":

@@ -47,6 +47,24 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _catches_sigterm(pid: int) -> bool:
+    """Whether the process has installed its SIGTERM handler (the SigCgt mask in /proc)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught, 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def _wait_until(condition, limit_s: float = 120.0) -> None:
+    """Poll until `condition()` holds; the limit only stops a hung run, it times nothing (a
+    loaded machine can take tens of seconds to import simsched or start a worker)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and not condition():
+        time.sleep(0.1)
+
+
 def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "simsched", *args],
@@ -59,7 +77,7 @@ def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
 
 def _terminate(process: subprocess.Popen) -> str:
     process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=30)
+    _, err = process.communicate(timeout=120)
     assert process.returncode == 128 + signal.SIGTERM, err
     assert "Traceback" not in err
     assert len(err.strip().splitlines()) == 1, err
@@ -68,7 +86,9 @@ def _terminate(process: subprocess.Popen) -> str:
 
 def test_sigterm_during_a_run_leaves_nothing(tmp_path: Path) -> None:
     process = _start(tmp_path, "scenario", str(STUDY), "--set", SLOW, "--out", "out")
-    time.sleep(2.0)
+    # signal once the handler is in place: a fixed sleep raced the import on a loaded machine
+    _wait_until(lambda: _catches_sigterm(process.pid) or process.poll() is not None)
+    time.sleep(0.5)
     assert process.poll() is None, "the run ended before the signal"
     assert "interrupted" in _terminate(process)
     assert list(tmp_path.iterdir()) == []
@@ -79,14 +99,18 @@ def test_sigterm_stops_sweep_workers(tmp_path: Path) -> None:
         tmp_path, "sweep", str(STUDY), "--set", SLOW, "--grid", "seed=1,2,3,4", "--jobs", "2",
         "--out", "x.csv",
     )  # fmt: skip
-    deadline, workers = time.monotonic() + 20, set()
-    while time.monotonic() < deadline and len(workers) < 2:
-        time.sleep(0.2)
-        workers = _descendants(process.pid)
+    workers: set[int] = set()
+
+    def settled() -> bool:  # every worker started: no process forked for a second
+        nonlocal workers
+        before, workers = workers, _descendants(process.pid)
+        time.sleep(1.0)
+        return len(workers) >= 2 and workers == before
+
+    _wait_until(settled)
     assert workers, "no worker process started"
-    time.sleep(0.5)
     _terminate(process)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
         time.sleep(0.1)
     assert not [pid for pid in workers if _alive(pid)]

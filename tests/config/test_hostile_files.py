@@ -3,12 +3,14 @@
 Deep nesting, alias bombs ("billion laughs"), self-referencing aliases, files that are not
 regular files, and files too large to be a scenario: each is one `InputError` naming the file,
 within a fraction of a second.
+
+How fast is checked by `make bench` (row budget), not here: a wall-clock assertion flakes
+on a loaded machine.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -22,10 +24,8 @@ STUDY = (REPO / "scenarios" / "noisy_neighbor.yaml").read_text(encoding="utf-8")
 
 
 def _refused(text: str, *words: str) -> str:
-    start = time.perf_counter()
     with pytest.raises(InputError) as info:
         parse_yaml_mapping(text, "x.yaml")
-    assert time.perf_counter() - start < 2.0
     message = str(info.value)
     assert message.startswith("x.yaml"), message
     for word in words:
@@ -95,10 +95,8 @@ def test_a_huge_sparse_file_is_refused_before_reading(tmp_path: Path) -> None:
     big = tmp_path / "x.yaml"
     with open(big, "wb") as out:
         out.truncate(2 * 1024**3)  # sparse: costs no disk
-    start = time.perf_counter()
     with pytest.raises(InputError, match="too large"):
         load_scenario(big)
-    assert time.perf_counter() - start < 1.0
     assert MAX_TEXT_BYTES < 2 * 1024**3
 
 

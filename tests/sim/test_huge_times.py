@@ -3,13 +3,15 @@
 A cluster a trillion times too slow used to give `finish_ms=inf` in requests.csv and
 `Infinity` in summary.json (which is not JSON); now the run stops when the simulated clock
 passes what float64 milliseconds resolve, with one line naming the cluster.
+
+How fast is checked by `make bench` (row budget), not here: a wall-clock assertion flakes
+on a loaded machine.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 
 import pytest
@@ -31,10 +33,8 @@ STUDY = REPO / "scenarios" / "noisy_neighbor.yaml"
     ],
 )
 def test_a_clock_beyond_any_resolution_is_refused(override: str) -> None:
-    start = time.perf_counter()
     with pytest.raises(InputError, match="cluster"):
         simulate(load_scenario(STUDY, [override]), ["service_token_drr_with_admission"])
-    assert time.perf_counter() - start < 5.0
 
 
 def test_summaries_are_valid_json() -> None:

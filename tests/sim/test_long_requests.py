@@ -4,11 +4,13 @@ The timeline used to keep sampling at the arrival-span rate while a long request
 under `scheduler_tick` (the feed was not drained, so the sampler never slowed down): 108,394 rows
 for `decode_tokens=1000000`, and a hang at `2147483647`. And service-token costs overflowed int64
 and went negative for a normal mean of 1e17 tokens.
+
+How fast is checked by `make bench` (row budget), not here: a wall-clock assertion flakes
+on a loaded machine.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -26,9 +28,7 @@ FIFO = ["admission.enabled=false", "scheduler.policy=request_count_fifo"]
 @pytest.mark.parametrize("decode", [1_000_000, 2_147_483_647])
 def test_a_long_request_keeps_the_timeline_small(decode: int) -> None:
     scenario = load_scenario(STUDY, [*FIFO, f"tenants.0.decode_tokens={decode}"])
-    start = time.perf_counter()
     result = simulate(scenario, [scenario.variants[0].name])
-    assert time.perf_counter() - start < 10.0
     # About 2000 samples over the arrivals, then 2000 per doubling of the interval.
     assert len(result.timeline) < 2000 * 40
     assert result.timeline["time_ms"].is_monotonic_increasing

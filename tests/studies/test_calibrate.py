@@ -64,8 +64,18 @@ def test_recovers_known_settings_within_one_percent(tmp_path: Path) -> None:
     for value, truth in zip(result.fitted, TRUE.values(), strict=True):
         assert value == pytest.approx(truth, rel=0.01)
     assert max(abs(a / m - 1) for a, m in zip(result.after, result.measured, strict=True)) < 0.01
-    again = calibrate(tmp_path / "cal.yaml", jobs=2)  # deterministic, in parallel too
-    assert again.fitted == result.fitted
+
+
+def test_a_fit_is_deterministic_in_parallel_too(tmp_path: Path) -> None:
+    # A tiny fit (one setting, the one cheap case) shows it: a second full fit costs a minute.
+    path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    spec["settings"] = [s for s in spec["settings"] if s["path"] == LM + "overhead_ms"]
+    spec["cases"] = [c for c in spec["cases"] if c["name"] == "lone_decode"]
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    serial, parallel = calibrate(path, jobs=1), calibrate(path, jobs=2)
+    assert serial.fitted == parallel.fitted
+    assert serial.fitted != [2.5]  # it moved from the middle of the bounds: a fit, not a no-op
 
 
 def test_command_prints_the_table_and_writes_the_fragment(

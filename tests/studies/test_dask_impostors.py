@@ -2,7 +2,9 @@
 
 An HTTP server's reply used to be read as a 2.82 EiB message header (MemoryError), and a server
 that accepts and says nothing hung past the documented timeout. The servers here listen on
-127.0.0.1 only and live for one test.
+127.0.0.1 only and live for one test. The child's 120 s timeout only stops a hung probe;
+the time bound itself (about 1 s plus a child's Dask import) is checked by `make bench`
+(row budget).
 """
 
 from __future__ import annotations
@@ -67,10 +69,8 @@ except InputError as exc:
 
 
 def test_a_server_that_is_not_dask_fails_in_time(impostor: str) -> None:
-    start = time.perf_counter()
     run = subprocess.run(
-        [sys.executable, "-c", PROBE, impostor], capture_output=True, text=True, timeout=30
+        [sys.executable, "-c", PROBE, impostor], capture_output=True, text=True, timeout=120
     )
     assert run.returncode == 2, run.stderr
     assert "--dask" in run.stdout
-    assert time.perf_counter() - start < 15.0  # 1 s deadline, plus a child's Dask import

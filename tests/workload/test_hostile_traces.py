@@ -3,11 +3,13 @@
 Rows with more or fewer fields than the header, a column named twice, negative times, a time
 before 1677 (the int64-nanosecond clock's start), JSON nested a thousand deep and symlink loops
 used to be accepted, dropped silently, or end in a traceback.
+
+How fast is checked by `make bench` (row budget), not here: a wall-clock assertion flakes
+on a loaded machine.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -25,10 +27,8 @@ AZURE_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 def _refused(tmp_path: Path, name: str, text: str, format: str, *words: str) -> str:
     path = tmp_path / name
     path.write_text(text)
-    start = time.perf_counter()
     with pytest.raises(InputError) as info:
         read_trace(path, format)
-    assert time.perf_counter() - start < 2.0
     message = str(info.value)
     for word in words:
         assert word in message, message

@@ -3,11 +3,13 @@
 Each case used to run out of memory or loop for ever; now it is one `InputError` naming the
 field and the `limits` setting that lets a user with the machine for it go on, in well under a
 second.
+
+How fast is checked by `make bench` (row budget), not here: a wall-clock assertion flakes
+on a loaded machine.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -28,11 +30,9 @@ ONOFF = (
 
 
 def _refused_fast(overrides: list[str], *words: str, path: Path = STUDY) -> str:
-    start = time.perf_counter()
     with pytest.raises(InputError) as info:
         scenario = load_scenario(path, overrides)
         simulate(scenario, [scenario.variants[0].name])
-    assert time.perf_counter() - start < 3.0
     message = str(info.value)
     for word in words:
         assert word in message, message

@@ -1,8 +1,10 @@
-"""Trace readers (`formats.py`) and the `tenants[i].trace` model (`trace_specs.py`)."""
+"""Trace readers (`formats.py`) and the `tenants[i].trace` model (`trace_specs.py`).
+
+How fast the real traces are read is checked by `make bench` (row budget), not here.
+"""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -261,9 +263,7 @@ def test_real_trace(name, fmt, rows, span_s):
     path = TRACES / name
     if not path.is_file():
         pytest.skip(f"{name} not present")
-    started = time.perf_counter()
     columns = read_trace(path, fmt)
-    assert time.perf_counter() - started < 1.0
     assert len(columns) == rows
     assert columns.arrival_ms[0] == 0.0
     assert columns.arrival_ms[-1] / 1000 == pytest.approx(span_s, abs=0.05)

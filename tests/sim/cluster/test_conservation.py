@@ -90,7 +90,7 @@ def run(make_scenario: Callable[..., Scenario], case, fast_forward: bool) -> pd.
     return result.requests
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=12, deadline=None)  # each example runs a cluster; 12 fit the suite
 @given(case=cases())
 def test_conservation(make_scenario: Callable[..., Scenario], case) -> None:
     frame = run(make_scenario, case, fast_forward=True)
