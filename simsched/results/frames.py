@@ -43,6 +43,15 @@ REQUEST_COLUMNS = [
 ]
 
 
+@dataclass(frozen=True)
+class VariantFacts:
+    """Per-variant aggregates the terminal table needs beyond the summaries, counted once as
+    the variant's frame is built, so that no table rescans the request rows."""
+
+    admitted_by_class: tuple[int, ...]  # admitted requests per priority class (CLASS_NAMES order)
+    per_token_timing: bool  # the service model times each output token (TPOT means something)
+
+
 @dataclass
 class SimulationResult:
     scenario: Scenario
@@ -55,6 +64,7 @@ class SimulationResult:
     fairness: dict[str, dict[str, float]] = field(default_factory=dict)
     capacity: dict[str, dict[str, float]] = field(default_factory=dict)
     prefix_cache: dict[str, dict[str, Any]] = field(default_factory=dict)  # variants caching
+    facts: dict[str, VariantFacts] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # a notebook shows this: one line per variant, not the frames
         lines = [f"SimulationResult {self.scenario.name!r}, {len(self.variants)} variant(s):"]
@@ -123,6 +133,13 @@ def variant_frame(
         }
     )
     return _add_latencies(frame)
+
+
+def variant_facts(frame: pd.DataFrame, lanes: np.ndarray, per_token_timing: bool) -> VariantFacts:
+    """`frame`'s aggregates for the table; `lanes` is each request's class by seq."""
+    served = lanes[frame["_seq"].to_numpy()[admitted(frame)]]
+    counts = np.bincount(served, minlength=len(CLASS_NAMES))
+    return VariantFacts(tuple(int(n) for n in counts), per_token_timing)
 
 
 def _served_only(ttft: np.ndarray, status: np.ndarray) -> np.ndarray:

@@ -13,7 +13,12 @@ from simsched.config.router import uses_prefixes
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.results.fairness import fairness_summary
-from simsched.results.frames import REQUEST_COLUMNS, SimulationResult, variant_frame
+from simsched.results.frames import (
+    REQUEST_COLUMNS,
+    SimulationResult,
+    variant_facts,
+    variant_frame,
+)
 from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
 from simsched.results.summaries import capacity_summary, slo_verdict, summarize
 from simsched.results.tenants import tenant_metric_rows
@@ -43,7 +48,7 @@ def simulate(
     chosen = select_variants(resolve_variants(scenario), variants, scenario.name)
     workloads = {} if workloads is None else workloads
     frames, tenants, timelines = [], [], []
-    summaries, slo, fairness, capacity, prefix_cache = {}, {}, {}, {}, {}
+    summaries, slo, fairness, capacity, prefix_cache, facts = {}, {}, {}, {}, {}, {}
     caching = any(caching_on(resolved) for _, resolved in chosen)
     for name, resolved in chosen:
         table = variant_workload(name, resolved, workloads, scenario)
@@ -57,6 +62,7 @@ def simulate(
                 **session_columns(*(column[frame["_seq"]] for column in run.sessions))
             )
         timelines.append(run.timeline.assign(variant=name))
+        facts[name] = variant_facts(frame, table.lane, run.per_token_timing)
         summaries[name] = summarize(frame)
         rows = tenant_metric_rows(name, resolved, frame, include_all=True)
         if caching:  # columns only where some variant caches: other outputs stay as they were
@@ -81,6 +87,7 @@ def simulate(
         fairness=fairness,
         capacity=capacity,
         prefix_cache=prefix_cache,
+        facts=facts,
         timeline=_timeline(timelines, caching),
     )
 

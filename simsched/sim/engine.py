@@ -72,6 +72,7 @@ class VariantRun:
     kv_peak_ratio: float  # the fullest a KV cache got (ServiceModel.kv_peak_ratio)
     table: RequestTable | None = None  # what was sent, when sessions made it up as they ran
     sessions: tuple[np.ndarray, np.ndarray] | None = None  # each request's session and turn
+    per_token_timing: bool = True  # whether the service model times each output token
 
 
 def run_variant(
@@ -117,7 +118,10 @@ def run_variant(
     _check_one_outcome_each(recorder, table)
     _check_admitted_finished(recorder, table)
     timeline = sampler.frame() if sampler else pd.DataFrame(columns=TIMELINE_COLUMNS)
-    return VariantRun(recorder, timeline, kv_peak_ratio, table if reactive else None, sessions)
+    timed = getattr(model, "per_token_timing", True)  # the token server declares it does not
+    return VariantRun(
+        recorder, timeline, kv_peak_ratio, table if reactive else None, sessions, timed
+    )
 
 
 def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> TimelineSampler | None:
