@@ -15,6 +15,7 @@ import pandas as pd
 
 from simsched.config.classes import CLASS_NAMES
 from simsched.config.scenario import Scenario
+from simsched.results.rounding import reference_decisions
 from simsched.sim.recorder import STATUS_OK, Recorder
 from simsched.workload.table import RequestTable
 
@@ -102,6 +103,9 @@ def variant_frame(
     seq = np.asarray(recorder.order, dtype=np.int64)
     service_tokens, kv_blocks = costs
     tenant_ids = np.array([t.id for t in scenario.tenants], dtype=object)
+    decisions = reference_decisions(
+        recorder.ttft_ms, recorder.queue_wait_ms, recorder.kv_occupancy_ratio
+    )
 
     def column(values: list, dtype=np.float64) -> np.ndarray:
         return np.asarray(values, dtype=dtype)[seq]
@@ -120,9 +124,9 @@ def variant_frame(
             "kv_blocks": kv_blocks[seq],
             "arrival_ms": table.arrival_ms[seq],
             "dispatch_ms": column(recorder.dispatch_ms),
-            "ttft_ms": _served_only(column(recorder.ttft_ms), column(recorder.status_code)),
-            "queue_wait_ms": column(recorder.queue_wait_ms),
-            "kv_occupancy_ratio": column(recorder.kv_occupancy_ratio),
+            "ttft_ms": _served_only(decisions["ttft_ms"][seq], column(recorder.status_code)),
+            "queue_wait_ms": decisions["queue_wait_ms"][seq],
+            "kv_occupancy_ratio": decisions["kv_occupancy_ratio"][seq],
             "first_token_ms": column(recorder.first_token_ms),
             "finish_ms": column(recorder.finish_ms),
             "preemptions": column(recorder.preemptions, np.int64),
