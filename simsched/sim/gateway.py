@@ -24,7 +24,7 @@ import simpy
 from simsched.config.classes import BATCH
 from simsched.config.scenario import Admission
 from simsched.sim.feed import Feed
-from simsched.sim.kernel import ARRIVAL, AtInstant
+from simsched.sim.kernel import ARRIVAL
 from simsched.sim.kv_gate import KvGate
 from simsched.sim.lanes import Lanes
 from simsched.sim.quotas import TokenBuckets
@@ -67,6 +67,8 @@ class AdmitAll:
 class Gateway:
     """Screens requests into the lanes; subclasses decide when requests are screened."""
 
+    lean_kernel = False  # whether it runs on kernel.LeanEnvironment (waits only for times)
+
     def __init__(
         self,
         env: simpy.Environment,
@@ -104,6 +106,8 @@ class Gateway:
 class TickGateway(Gateway):
     """`evaluate_at: scheduler_tick`: arrivals are judged when the scheduler looks for work."""
 
+    lean_kernel = True  # the scheduler waits for the next arrival's instant, nothing else
+
     def tick(self, now: float) -> None:
         feed = self.feed
         while feed.arrived_by(now):
@@ -112,8 +116,8 @@ class TickGateway(Gateway):
     def next_arrival(self) -> simpy.Event:
         arrival = self.feed.next_arrival_ms
         if arrival is None:
-            return self.env.event()  # never fires: the workload is over
-        return AtInstant(self.env, arrival, ARRIVAL)
+            return self.env.never()  # the workload is over
+        return self.env.at_instant(arrival, ARRIVAL)
 
 
 class ArrivalGateway(Gateway):
