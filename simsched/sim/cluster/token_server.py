@@ -77,7 +77,10 @@ class TokenServer:
         first_token = now + self.first_token_delay_ms(request)
         # A short request's KV hold can end before its minimum prefill time; it is not finished
         # before its first token.
-        self.recorder.served(request, 0, first_token, max(first_token, now + hold_ms))
+        finish = now + hold_ms
+        self.recorder.served(
+            request, 0, first_token, first_token if first_token > finish else finish
+        )
         self.env.call_later(hold_ms, RELEASE, self.kv.release, blocks)
         return self.env.timeout(exec_ms)
 
