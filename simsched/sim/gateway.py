@@ -93,10 +93,11 @@ class Gateway:
         raise NotImplementedError
 
     def _screen(self, request: Request) -> None:
-        self.buckets.refill(request.arrival_ms)
+        buckets = self.buckets
+        buckets.refill(request.arrival_ms)
         verdict = self.rules.judge(request)
         if verdict is None:
-            self.buckets.draw(request.tenant, request.service_tokens)
+            buckets.draw(request.tenant, request.service_tokens)
             self.lanes.push(request)
         else:
             reason, occupancy = verdict
@@ -109,9 +110,9 @@ class TickGateway(Gateway):
     lean_kernel = True  # the scheduler waits for the next arrival's instant, nothing else
 
     def tick(self, now: float) -> None:
-        feed = self.feed
-        while feed.arrived_by(now):
-            self._screen(feed.pop())
+        arrived_by, pop, screen = self.feed.arrived_by, self.feed.pop, self._screen
+        while arrived_by(now):
+            screen(pop())
 
     def next_arrival(self) -> simpy.Event:
         arrival = self.feed.next_arrival_ms
