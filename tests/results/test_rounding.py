@@ -45,3 +45,10 @@ def test_nan_infinities_and_huge_values() -> None:
 )
 def test_any_floats(values: list[float], digits: int) -> None:
     same_bits(values, digits)
+
+
+def test_without_extended_precision_python_rounds_each(monkeypatch) -> None:
+    import simsched.results.rounding as rounding
+
+    monkeypatch.setattr(rounding, "EXTENDED", False)
+    same_bits([2.675, 1.005, -0.001, math.nan, 0.125], 2)
