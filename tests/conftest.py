@@ -18,6 +18,7 @@ import pytest
 
 from simsched.config.loading import validate
 from simsched.config.scenario import Scenario
+from simsched.results.rounding import reference_decisions
 from simsched.sim.engine import run_variant
 from simsched.workload.build import build_workload
 
@@ -79,16 +80,20 @@ def decisions_of(scenario: Scenario) -> list[Decision]:
     """Run the scenario's base variant and return its outcomes in decision order."""
     table = build_workload(scenario)
     recorder = run_variant(scenario, table).recorder
-    # The recorder keeps each field at the request's seq and the decision order in `order`.
+    # The recorder keeps each field at the request's seq and the decision order in `order`;
+    # its times and ratios are raw, rounded as the reference records them by the results.
+    rounded = reference_decisions(
+        recorder.ttft_ms, recorder.queue_wait_ms, recorder.kv_occupancy_ratio
+    )
     return [
         Decision(
             request_id=str(table.request_id[seq]),
             status_code=recorder.status_code[seq],
             reason=recorder.reason[seq],
             dispatch_ms=_none_if_nan(recorder.dispatch_ms[seq]),
-            queue_wait_ms=recorder.queue_wait_ms[seq],
-            ttft_ms=recorder.ttft_ms[seq],
-            kv_occupancy_ratio=recorder.kv_occupancy_ratio[seq],
+            queue_wait_ms=float(rounded["queue_wait_ms"][seq]),
+            ttft_ms=float(rounded["ttft_ms"][seq]),
+            kv_occupancy_ratio=float(rounded["kv_occupancy_ratio"][seq]),
         )
         for seq in recorder.order
     ]

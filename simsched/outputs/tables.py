@@ -7,8 +7,9 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.config.classes import BATCH, INTERACTIVE
 from simsched.outputs.cluster_table import cluster_rows, table_notes
-from simsched.results.frames import SimulationResult, admitted
+from simsched.results.frames import SimulationResult
 from simsched.sim.recorder import SHED_REASONS
 
 REASON_LABELS = {
@@ -32,7 +33,8 @@ def comparison_table(result: SimulationResult) -> str:
             tenants[(tenants.variant == v) & (tenants.tenant_id == tenant.id)].iloc[0].to_dict()
             for v in variants
         ]
-        rows += _tenant_rows(per_variant)
+        timed = [result.facts[v].per_token_timing for v in variants]
+        rows += _tenant_rows(per_variant, timed)
         rows += _tenant_turn_rows(per_variant)
         rows += _tenant_hit_rows(result, per_variant)
     notes = "".join(f"\nnote: {note}" for note in table_notes(result))
@@ -62,9 +64,9 @@ def _overall_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
             )
         )
     rows += [
-        ("  p50 TTFT ms, interactive", _class_ms(result, "interactive_p50_ttft_ms", "interactive")),
-        ("  p99 TTFT ms, interactive", _class_ms(result, "interactive_p99_ttft_ms", "interactive")),
-        ("  p99 TTFT ms, batch", _class_ms(result, "batch_p99_ttft_ms", "batch")),
+        ("  p50 TTFT ms, interactive", _class_ms(result, "interactive_p50_ttft_ms", INTERACTIVE)),
+        ("  p99 TTFT ms, interactive", _class_ms(result, "interactive_p99_ttft_ms", INTERACTIVE)),
+        ("  p99 TTFT ms, batch", _class_ms(result, "batch_p99_ttft_ms", BATCH)),
         (
             "  admitted service tokens",
             [
@@ -96,9 +98,16 @@ def _overall_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
     return rows
 
 
-def _tenant_rows(per_variant: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+def _tenant_rows(
+    per_variant: list[dict[str, Any]], timed: list[bool]
+) -> list[tuple[str, list[str]]]:
     def column(key: str, fmt=str) -> list[str]:
         return [fmt(row[key]) for row in per_variant]
+
+    def per_token(key: str, fmt) -> list[str]:
+        """n/a where the service model has no per-token timing (the token server): its finish
+        is a stand-in, so TPOT, and goodput judged with it, would be numbers about nothing."""
+        return [fmt(row[key]) if t else "n/a" for row, t in zip(per_variant, timed, strict=True)]
 
     rows = [
         ("  submitted", column("submitted")),
@@ -109,8 +118,8 @@ def _tenant_rows(per_variant: list[dict[str, Any]]) -> list[tuple[str, list[str]
     rows += [
         ("  p50 TTFT ms", column("p50_ttft_ms", _ms)),
         ("  p99 TTFT ms", column("p99_ttft_ms", _ms)),
-        ("  p99 TPOT ms", column("p99_tpot_ms", _ms)),
-        ("  goodput, requests/s within SLO", column("goodput_rps", lambda v: f"{v:.2f}")),
+        ("  p99 TPOT ms", per_token("p99_tpot_ms", _ms)),
+        ("  goodput, requests/s within SLO", per_token("goodput_rps", lambda v: f"{v:.2f}")),
         ("  admitted service tokens", column("admitted_service_tokens")),
         (
             "  service share (weight share)",
@@ -179,13 +188,14 @@ def _tenant_hit_rows(
     return [("  prefix hit rate", cells)]
 
 
-def _class_ms(result: SimulationResult, key: str, priority_class: str) -> list[str]:
+def _class_ms(result: SimulationResult, key: str, lane: int) -> list[str]:
     """A class's percentile from the reference summary, or "-" when that class had no admitted
-    request (the reference's summary reads 0.0 there, which is no latency at all)."""
-    requests = result.requests
-    served = requests[(requests["priority_class"] == priority_class) & admitted(requests)]
-    have = set(served["variant"])
-    return [_ms(result.summaries[v][key]) if v in have else "-" for v in result.variants]
+    request (the reference's summary reads 0.0 there, which is no latency at all). Whether it
+    had one is the variant's per-class count, counted once (`VariantFacts`), not a row scan."""
+    return [
+        _ms(result.summaries[v][key]) if result.facts[v].admitted_by_class[lane] else "-"
+        for v in result.variants
+    ]
 
 
 def _ms(value: float) -> str:

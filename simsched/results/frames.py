@@ -15,6 +15,7 @@ import pandas as pd
 
 from simsched.config.classes import CLASS_NAMES
 from simsched.config.scenario import Scenario
+from simsched.results.rounding import reference_decisions
 from simsched.sim.recorder import STATUS_OK, Recorder
 from simsched.workload.table import RequestTable
 
@@ -43,6 +44,15 @@ REQUEST_COLUMNS = [
 ]
 
 
+@dataclass(frozen=True)
+class VariantFacts:
+    """Per-variant aggregates the terminal table needs beyond the summaries, counted once as
+    the variant's frame is built, so that no table rescans the request rows."""
+
+    admitted_by_class: tuple[int, ...]  # admitted requests per priority class (CLASS_NAMES order)
+    per_token_timing: bool  # the service model times each output token (TPOT means something)
+
+
 @dataclass
 class SimulationResult:
     scenario: Scenario
@@ -58,6 +68,7 @@ class SimulationResult:
     # variants with `sessions` tenants: turn figures per session tenant and `all` over them
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     utilisation: dict[str, dict[str, Any]] = field(default_factory=dict)  # variants with replicas
+    facts: dict[str, VariantFacts] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # a notebook shows this: one line per variant, not the frames
         lines = [f"SimulationResult {self.scenario.name!r}, {len(self.variants)} variant(s):"]
@@ -99,6 +110,9 @@ def variant_frame(
     seq = np.asarray(recorder.order, dtype=np.int64)
     service_tokens, kv_blocks = costs
     tenant_ids = np.array([t.id for t in scenario.tenants], dtype=object)
+    decisions = reference_decisions(
+        recorder.ttft_ms, recorder.queue_wait_ms, recorder.kv_occupancy_ratio
+    )
 
     def column(values: list, dtype=np.float64) -> np.ndarray:
         return np.asarray(values, dtype=dtype)[seq]
@@ -117,9 +131,9 @@ def variant_frame(
             "kv_blocks": kv_blocks[seq],
             "arrival_ms": table.arrival_ms[seq],
             "dispatch_ms": column(recorder.dispatch_ms),
-            "ttft_ms": _served_only(column(recorder.ttft_ms), column(recorder.status_code)),
-            "queue_wait_ms": column(recorder.queue_wait_ms),
-            "kv_occupancy_ratio": column(recorder.kv_occupancy_ratio),
+            "ttft_ms": _served_only(decisions["ttft_ms"][seq], column(recorder.status_code)),
+            "queue_wait_ms": decisions["queue_wait_ms"][seq],
+            "kv_occupancy_ratio": decisions["kv_occupancy_ratio"][seq],
             "first_token_ms": column(recorder.first_token_ms),
             "finish_ms": column(recorder.finish_ms),
             "preemptions": column(recorder.preemptions, np.int64),
@@ -130,6 +144,13 @@ def variant_frame(
         }
     )
     return _add_latencies(frame)
+
+
+def variant_facts(frame: pd.DataFrame, lanes: np.ndarray, per_token_timing: bool) -> VariantFacts:
+    """`frame`'s aggregates for the table; `lanes` is each request's class by seq."""
+    served = lanes[frame["_seq"].to_numpy()[admitted(frame)]]
+    counts = np.bincount(served, minlength=len(CLASS_NAMES))
+    return VariantFacts(tuple(int(n) for n in counts), per_token_timing)
 
 
 def _served_only(ttft: np.ndarray, status: np.ndarray) -> np.ndarray:

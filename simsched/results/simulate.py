@@ -13,7 +13,12 @@ from simsched.config.router import uses_prefixes
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.results.fairness import fairness_summary
-from simsched.results.frames import REQUEST_COLUMNS, SimulationResult, variant_frame
+from simsched.results.frames import (
+    REQUEST_COLUMNS,
+    SimulationResult,
+    variant_facts,
+    variant_frame,
+)
 from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
 from simsched.results.summaries import capacity_summary, slo_verdict, summarize
 from simsched.results.tenants import session_summary, tenant_frame, tenant_metric_rows
@@ -44,7 +49,7 @@ def simulate(
     chosen = select_variants(resolve_variants(scenario), variants, scenario.name)
     workloads = {} if workloads is None else workloads
     frames, tenants, timelines = [], [], []
-    summaries, slo, fairness, capacity, prefix_cache = {}, {}, {}, {}, {}
+    summaries, slo, fairness, capacity, prefix_cache, facts = {}, {}, {}, {}, {}, {}
     sessions, utilisation = {}, {}
     caching = any(caching_on(resolved) for _, resolved in chosen)
     for name, resolved in chosen:
@@ -59,6 +64,7 @@ def simulate(
                 **session_columns(*(column[frame["_seq"]] for column in run.sessions))
             )
         timelines.append(run.timeline.assign(variant=name))
+        facts[name] = variant_facts(frame, table.lane, run.per_token_timing)
         summaries[name] = summarize(frame)
         rows = tenant_metric_rows(name, resolved, frame, include_all=True)
         if caching:  # columns only where some variant caches: other outputs stay as they were
@@ -90,6 +96,7 @@ def simulate(
         prefix_cache=prefix_cache,
         sessions=sessions,
         utilisation=utilisation,
+        facts=facts,
         timeline=_timeline(timelines, caching),
     )
 

@@ -40,26 +40,34 @@ class Stages:
 def scheduler_process(stages: Stages) -> Generator[simpy.Event, None, None]:
     env, policy, lanes, gateway = stages.env, stages.policy, stages.lanes, stages.gateway
     gate, cluster, buckets, recorder = stages.gate, stages.cluster, stages.buckets, stages.recorder
+    # bound once: this loop runs once per request
+    tick, has_room, select, pop = gateway.tick, cluster.has_room, policy.select, lanes.pop
+    refill, dispatch_occupancy, blocks_dispatch = (
+        buckets.refill,
+        gate.dispatch_occupancy,
+        gate.blocks_dispatch,
+    )
+    admitted, known_ttft_ms, start = recorder.admitted, cluster.known_ttft_ms, cluster.start
     while True:
-        gateway.tick(env.now)
-        if not cluster.has_room():
+        now = env.now
+        tick(now)
+        if not has_room():
             yield cluster.room_available()
             continue
-        pick = policy.select(lanes)
+        pick = select(lanes)
         if pick is None:
             yield gateway.next_arrival()
             continue
-        request = lanes.pop(pick.lane, pick.tenant)
-        now = env.now
-        buckets.refill(now)
-        occupancy = gate.dispatch_occupancy(request)
-        wait_ms = max(0.0, now - request.arrival_ms)
-        if gate.blocks_dispatch(occupancy, request):
+        request = pop(pick.lane, pick.tenant)
+        refill(now)
+        occupancy = dispatch_occupancy(request)
+        wait_ms = now - request.arrival_ms
+        if not wait_ms > 0.0:  # as max(0.0, wait_ms), without the call
+            wait_ms = 0.0
+        if blocks_dispatch(occupancy, request):
             recorder.shed(request.seq, SHED_KV_WATERMARK, wait_ms, occupancy)
             continue
-        recorder.admitted(
-            request.seq, now, wait_ms, occupancy, cluster.known_ttft_ms(request, wait_ms)
-        )
-        ready = cluster.start(request)
+        admitted(request.seq, now, wait_ms, occupancy, known_ttft_ms(request, wait_ms))
+        ready = start(request)
         if ready is not None:  # the cluster takes no more work until then
             yield ready

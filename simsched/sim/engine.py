@@ -18,7 +18,7 @@ from simsched.sim.cluster.registry import SERVICE_MODELS
 from simsched.sim.dispatcher import Stages, scheduler_process
 from simsched.sim.feed import Feed
 from simsched.sim.gateway import AdmissionRules, AdmitAll, ArrivalGateway, TickGateway
-from simsched.sim.kernel import SimEnvironment
+from simsched.sim.kernel import LeanEnvironment, SimEnvironment
 from simsched.sim.kv_gate import KvGate
 from simsched.sim.lanes import Lanes
 from simsched.sim.policies import POLICIES
@@ -74,19 +74,23 @@ class VariantRun:
     sessions: tuple[np.ndarray, np.ndarray] | None = None  # each request's session and turn
     # per replica, what its GPU did (cluster/utilisation.py); empty for a model without replicas
     utilisation: list = field(default_factory=list)
+    per_token_timing: bool = True  # whether the service model times each output token
 
 
 def run_variant(
     scenario: Scenario, table: RequestTable, progress: Callable[[int, int], None] | None = None
 ) -> VariantRun:
     """Simulate `table` under `scenario`; `progress(done, total)` as requests are delivered."""
-    env = SimEnvironment()
     tenants = scenario.tenants
     lanes = Lanes(len(tenants))
     reactive = has_reactive(scenario)  # sessions or closed-loop clients (reactive.py)
+    model = SERVICE_MODELS[scenario.cluster.service_model]
+    timing = ArrivalGateway if scenario.admission.evaluate_at == "arrival" else TickGateway
+    if reactive:
+        timing = ReactiveTickGateway if timing is TickGateway else timing
+    env = _kernel(model, timing, reactive)
     codes = scenario.admission.shed_status_codes
     recorder = GrowingRecorder(codes, env) if reactive else Recorder(len(table), codes)
-    model = SERVICE_MODELS[scenario.cluster.service_model]
     seeded = {"seed": scenario.seed} if getattr(model, "uses_seed", False) else {}
     cluster = model(env, scenario.cluster, recorder, **seeded)
     policy = POLICIES[scenario.scheduler.policy](policy_context(scenario))
@@ -99,10 +103,8 @@ def run_variant(
         else AdmitAll()
     )
     feed = Feed(table, *request_costs(scenario, table), progress=progress)
-    timing = ArrivalGateway if scenario.admission.evaluate_at == "arrival" else TickGateway
     if reactive:
         feed = reactive_feed(env, scenario, feed, recorder, cost_of(scenario))
-        timing = ReactiveTickGateway if timing is TickGateway else timing
     gateway = timing(env, feed, rules, lanes, buckets, recorder)
     stages = Stages(env, policy, lanes, gateway, gate, cluster, buckets, recorder)
     env.process(scheduler_process(stages))
@@ -120,9 +122,24 @@ def run_variant(
     _check_one_outcome_each(recorder, table)
     _check_admitted_finished(recorder, table)
     timeline = sampler.frame() if sampler else pd.DataFrame(columns=TIMELINE_COLUMNS)
+    timed = getattr(model, "per_token_timing", True)  # the token server declares it does not
     return VariantRun(
-        recorder, timeline, kv_peak_ratio, table if reactive else None, sessions, usage
+        recorder,
+        timeline,
+        kv_peak_ratio,
+        table if reactive else None,
+        sessions,
+        utilisation=usage,
+        per_token_timing=timed,
     )
+
+
+def _kernel(model, timing, reactive: bool) -> SimEnvironment | LeanEnvironment:
+    """The lean event loop where every process of the run only waits for times: a service
+    model and a gateway that say so (`lean_kernel`), and no sessions (they wake processes
+    with SimPy events). SimPy's environment otherwise; both give the same results."""
+    lean = getattr(model, "lean_kernel", False) and timing.lean_kernel and not reactive
+    return LeanEnvironment() if lean else SimEnvironment()
 
 
 def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> TimelineSampler | None:
@@ -146,17 +163,17 @@ def _beyond(times: np.ndarray) -> bool:
     return bool((times > MAX_TIME_MS).any() or np.isinf(times).any())
 
 
-def _run_bounded(env: SimEnvironment, scenario: Scenario, recorder: Recorder) -> None:
+def _run_bounded(
+    env: SimEnvironment | LeanEnvironment, scenario: Scenario, recorder: Recorder
+) -> None:
     """Run to the end, or stop where float64 milliseconds stop resolving time.
 
     A cluster absurdly slow for its workload would otherwise record instants of 1e300 ms, or
     infinite ones, and write them as results; a TTFT known at dispatch is checked as well.
     """
-    step, peek = env.step, env.peek  # SimPy's own run loop, with the clock bounded
-    while peek() <= MAX_TIME_MS:
-        step()
+    env.run_bounded(MAX_TIME_MS)
     known = (recorder.ttft_ms, recorder.first_token_ms, recorder.finish_ms)
-    if peek() != math.inf or any(_beyond(np.frombuffer(times)) for times in known):
+    if env.peek() != math.inf or any(_beyond(np.frombuffer(times)) for times in known):
         raise InputError(
             "",  # the caller names the scenario file
             "cluster",

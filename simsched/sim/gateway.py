@@ -24,7 +24,7 @@ import simpy
 from simsched.config.classes import BATCH
 from simsched.config.scenario import Admission
 from simsched.sim.feed import Feed
-from simsched.sim.kernel import ARRIVAL, AtInstant
+from simsched.sim.kernel import ARRIVAL
 from simsched.sim.kv_gate import KvGate
 from simsched.sim.lanes import Lanes
 from simsched.sim.quotas import TokenBuckets
@@ -67,6 +67,8 @@ class AdmitAll:
 class Gateway:
     """Screens requests into the lanes; subclasses decide when requests are screened."""
 
+    lean_kernel = False  # whether it runs on kernel.LeanEnvironment (waits only for times)
+
     def __init__(
         self,
         env: simpy.Environment,
@@ -91,10 +93,11 @@ class Gateway:
         raise NotImplementedError
 
     def _screen(self, request: Request) -> None:
-        self.buckets.refill(request.arrival_ms)
+        buckets = self.buckets
+        buckets.refill(request.arrival_ms)
         verdict = self.rules.judge(request)
         if verdict is None:
-            self.buckets.draw(request.tenant, request.service_tokens)
+            buckets.draw(request.tenant, request.service_tokens)
             self.lanes.push(request)
         else:
             reason, occupancy = verdict
@@ -104,16 +107,18 @@ class Gateway:
 class TickGateway(Gateway):
     """`evaluate_at: scheduler_tick`: arrivals are judged when the scheduler looks for work."""
 
+    lean_kernel = True  # the scheduler waits for the next arrival's instant, nothing else
+
     def tick(self, now: float) -> None:
-        feed = self.feed
-        while feed.arrived_by(now):
-            self._screen(feed.pop())
+        arrived_by, pop, screen = self.feed.arrived_by, self.feed.pop, self._screen
+        while arrived_by(now):
+            screen(pop())
 
     def next_arrival(self) -> simpy.Event:
         arrival = self.feed.next_arrival_ms
         if arrival is None:
-            return self.env.event()  # never fires: the workload is over
-        return AtInstant(self.env, arrival, ARRIVAL)
+            return self.env.never()  # the workload is over
+        return self.env.at_instant(arrival, ARRIVAL)
 
 
 class ArrivalGateway(Gateway):

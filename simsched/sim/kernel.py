@@ -6,6 +6,20 @@ at one instant and the reference fixes their order: KV blocks whose hold ends at
 looks for work at t. The priorities below encode that, through SimPy's documented
 `Environment.schedule(event, priority, delay)`.
 
+Two kernels run a variant, both with exactly these semantics (same instants, same order):
+
+- `SimEnvironment`, SimPy's environment, for every model;
+- `LeanEnvironment`, a specialised loop for runs whose processes only ever wait for a time (the
+  token server behind a scheduler-tick gateway): a heap of (time, priority, insertion number,
+  function, argument) with no event objects, no callbacks lists and no process machinery, about
+  a third of SimPy's cost per event. Its processes yield `Wake`s, made by `timeout`,
+  `at_instant` and `never`, which SimPy's environment makes as events; `call_later` runs a
+  function at a time on both. `run_bounded` is the run loop of both.
+
+The engine picks the lean one where every part of the run declares it can run on it
+(`lean_kernel = True` on the service model and the gateway); tests/sim/test_kernels.py runs
+scenarios on both and compares every recorded figure and timeline row.
+
 This is SimPy's one door: the only module that touches SimPy's private state. `schedule_at`
 pushes onto `Environment._queue` with `_eid` (SimPy has no public way to schedule at an absolute
 instant), and `_init_triggered` sets an event's `_value` and `_ok` as SimPy's own `Timeout` does
@@ -16,8 +30,10 @@ event order here (tests/sim) fail first if a SimPy release changes them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from heapq import heappush
+import math
+from collections.abc import Callable, Generator
+from heapq import heappop, heappush
+from itertools import count
 from typing import Any
 
 import simpy
@@ -42,6 +58,76 @@ class SimEnvironment(simpy.Environment):
         if when < self._now:
             raise ValueError(f"cannot schedule at {when}, before now ({self._now})")
         heappush(self._queue, (when, priority, next(self._eid), event))
+
+    # --- the protocol both kernels share -------------------------------------------------
+    def at_instant(self, when: float, priority: int) -> simpy.Event:
+        return AtInstant(self, when, priority)
+
+    def never(self) -> simpy.Event:
+        """An event that never fires (a process waiting on it waits for good)."""
+        return self.event()
+
+    def call_later(self, delay: float, priority: int, function: Callable[[Any], None], arg) -> None:
+        """Run `function(arg)` after `delay`, at `priority`."""
+        At(self, delay, priority).callbacks.append(lambda _event: function(arg))
+
+    def run_bounded(self, limit: float) -> None:
+        """Process every event up to `limit`; later ones stay queued (`peek` shows them)."""
+        step, peek = self.step, self.peek
+        while peek() <= limit:
+            step()
+
+
+# A lean process's wait: (instant, priority, insertion number), or None for "never".
+Wake = tuple[float, int, int] | None
+
+
+class LeanEnvironment:
+    """The specialised event loop: SimPy's ordering (time, priority, insertion) without its
+    event objects. A process is a generator of `Wake`s; nothing is ever sent into it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._queue: list[tuple[float, int, int, Callable[[Any], None], Any]] = []
+        self._eid = count()
+
+    def process(self, generator: Generator[Wake, None, None]) -> None:
+        # as SimPy's Initialize: the process starts at once, before anything else now
+        heappush(self._queue, (self.now, URGENT, next(self._eid), self._resume, generator))
+
+    def timeout(self, delay: float) -> Wake:
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        return (self.now + delay, NORMAL, next(self._eid))
+
+    def at_instant(self, when: float, priority: int) -> Wake:
+        if when < self.now:
+            raise ValueError(f"cannot schedule at {when}, before now ({self.now})")
+        return (when, priority, next(self._eid))
+
+    def never(self) -> Wake:
+        return None
+
+    def call_later(self, delay: float, priority: int, function: Callable[[Any], None], arg) -> None:
+        heappush(self._queue, (self.now + delay, priority, next(self._eid), function, arg))
+
+    def peek(self) -> float:
+        return self._queue[0][0] if self._queue else math.inf
+
+    def step(self) -> None:
+        self.now, _, _, function, arg = heappop(self._queue)
+        function(arg)
+
+    def run_bounded(self, limit: float) -> None:
+        queue = self._queue
+        while queue and queue[0][0] <= limit:
+            self.now, _, _, function, arg = heappop(queue)
+            function(arg)
+
+    def _resume(self, generator: Generator[Wake, None, None]) -> None:
+        wake = next(generator, None)  # a finished process, like one that waits for good, is gone
+        if wake is not None:
+            heappush(self._queue, (*wake, self._resume, generator))
 
 
 class At(simpy.Event):

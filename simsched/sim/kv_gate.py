@@ -37,10 +37,11 @@ class KvGate:
         self.lanes = lanes
 
     def arrival_occupancy(self, request: Request) -> float:
-        ahead = self.cluster.kv_blocks_in_use() + self.lanes.queued_kv_blocks(INTERACTIVE)
+        lanes, cluster = self.lanes, self.cluster
+        ahead = cluster.kv_blocks_in_use() + lanes.queued_kv_blocks(INTERACTIVE)
         if request.lane == BATCH:
-            ahead += self.lanes.queued_kv_blocks(BATCH)
-        return (ahead + request.kv_blocks) / self.cluster.kv_blocks_total
+            ahead += lanes.queued_kv_blocks(BATCH)
+        return (ahead + request.kv_blocks) / cluster.kv_blocks_total
 
     def dispatch_occupancy(self, request: Request) -> float:
         return (self.cluster.kv_blocks_in_use() + request.kv_blocks) / self.cluster.kv_blocks_total
@@ -56,6 +57,6 @@ class KvGate:
     def blocks_dispatch(self, occupancy: float, request: Request) -> bool:
         """Shed at dispatch: over the watermark (with admission on), or too large for the
         cluster ever to hold, admission or not."""
-        return (self.enabled and occupancy > self.dispatch_watermarks[request.lane]) or not (
-            self.cluster.fits(request)
-        )
+        if self.enabled and occupancy > self.dispatch_watermarks[request.lane]:
+            return True
+        return not self.cluster.fits(request)

@@ -23,7 +23,8 @@ class TokenBuckets:
         self.burst = [float(q.burst_service_tokens) if q else math.inf for q in quotas]
         self.rate = [float(q.sustained_service_tokens_per_sec) if q else 0.0 for q in quotas]
         self.level = list(self.burst)
-        self._limited = [i for i, q in enumerate(quotas) if q]
+        # (tenant, burst, rate) of each tenant with a quota: the refill runs twice a request
+        self._limits = [(i, self.burst[i], self.rate[i]) for i, q in enumerate(quotas) if q]
         self._last_refill_ms = 0.0
 
     def refill(self, now_ms: float) -> None:
@@ -32,10 +33,10 @@ class TokenBuckets:
         dt_sec = (now_ms - self._last_refill_ms) / 1000.0
         if dt_sec <= 0.0:  # a gap too small to survive the division
             return
-        for tenant in self._limited:
-            self.level[tenant] = min(
-                self.burst[tenant], self.level[tenant] + dt_sec * self.rate[tenant]
-            )
+        level = self.level
+        for tenant, burst, rate in self._limits:
+            refilled = level[tenant] + dt_sec * rate
+            level[tenant] = refilled if refilled < burst else burst  # min(burst, refilled)
         self._last_refill_ms = now_ms
 
     def holds(self, tenant: int, tokens: int) -> bool:

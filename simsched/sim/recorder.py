@@ -2,9 +2,11 @@
 
 Metric names and shed reasons live here, in one place. Each request's fields are stored at its
 `seq` (its place in arrival order), so a service model can fill in its first token, finish and
-preemptions long after the dispatch decision; `order` keeps the decision order. Times and
-occupancy are rounded as the reference rounds them (Python's `round`, 2 decimals for times, 4
-for occupancy) when recorded, so frames and summaries agree with the reference to the digit.
+preemptions long after the dispatch decision; `order` keeps the decision order. TTFT, queue
+wait and occupancy are recorded raw; the reference rounds them as it records them (Python's
+`round`, 2 decimals for times, 4 for occupancy), and the results do the same once per column
+(`results.rounding.reference_decisions`, bit for bit), so frames and summaries agree with the
+reference to the digit without a `round` per request in the simulation loop.
 """
 
 from __future__ import annotations
@@ -53,9 +55,9 @@ class Recorder:
         self.order.append(seq)
         self.status_code[seq] = STATUS_OK
         self.reason[seq] = ADMITTED
-        self.ttft_ms[seq] = round(ttft_ms, 2)
-        self.queue_wait_ms[seq] = round(wait_ms, 2)
-        self.kv_occupancy_ratio[seq] = round(occupancy, 4)
+        self.ttft_ms[seq] = ttft_ms
+        self.queue_wait_ms[seq] = wait_ms
+        self.kv_occupancy_ratio[seq] = occupancy
         self.dispatch_ms[seq] = now
 
     def shed(self, seq: int, reason: str, wait_ms: float, occupancy: float) -> None:
@@ -63,15 +65,15 @@ class Recorder:
         self.status_code[seq] = self.shed_status[reason]
         self.reason[seq] = reason
         self.ttft_ms[seq] = 0.0  # the reference's decision record; the frame leaves it empty
-        self.queue_wait_ms[seq] = round(wait_ms, 2)
-        self.kv_occupancy_ratio[seq] = round(occupancy, 4)
+        self.queue_wait_ms[seq] = wait_ms
+        self.kv_occupancy_ratio[seq] = occupancy
 
     # --- lifecycle, reported by the service model ------------------------------------------
     def first_token(self, request: Request, now: float) -> None:
         seq = request.seq
         self.first_token_ms[seq] = now
         if math.isnan(self.ttft_ms[seq]):
-            self.ttft_ms[seq] = round(now - request.arrival_ms, 2)
+            self.ttft_ms[seq] = now - request.arrival_ms
 
     def served(self, request: Request, replica: int, first_token: float, finish: float) -> None:
         """The whole lifecycle at once, from a model that knows it at dispatch (one call, as

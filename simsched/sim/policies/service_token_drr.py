@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from simsched.config.classes import BATCH, INTERACTIVE
+from simsched.config.classes import BATCH, CLASS_NAMES, INTERACTIVE
 from simsched.sim.policies.base import Pick, Policy, PolicyContext, QueueView
 
 
@@ -31,17 +31,30 @@ class ServiceTokenDrr(Policy):
         self._turn = -1  # tenant whose turn it is; -1 before the first turn of a round
         self._in_turn = False
         self._dispatched = False
+        # one immutable Pick per (lane, tenant), made once: select runs once per dispatch
+        self._picks = [
+            [Pick(lane, t) for t in range(len(self.weights))] for lane in range(len(CLASS_NAMES))
+        ]
 
     def select(self, view: QueueView) -> Pick | None:
+        deficits = self.deficits
         while True:
-            if self._lane is None and not self._start_round(view):
-                return None
-            if self._lane == BATCH and view.lane_size(INTERACTIVE):
+            lane = self._lane
+            if lane is None:
+                if not self._start_round(view):
+                    return None
+                lane = self._lane
+            elif lane == BATCH and view.lane_size(INTERACTIVE):
                 self._lane = None  # interactive work jumps ahead of the rest of a batch round
                 continue
-            pick = self._continue_turn(view)
-            if pick is not None:
-                return pick
+            if self._in_turn:  # the tenant in turn sends its head while its deficit covers it
+                turn = self._turn
+                head = view.head(lane, turn)
+                if head is not None and deficits[turn] >= head.service_tokens:
+                    deficits[turn] -= head.service_tokens
+                    self._dispatched = True
+                    return self._picks[lane][turn]
+                self._in_turn = False
             if not self._next_turn(view):
                 if not self._dispatched:
                     self._boost(view)
@@ -53,17 +66,6 @@ class ServiceTokenDrr(Policy):
             return False
         self._lane, self._turn, self._in_turn, self._dispatched = lane, -1, False, False
         return True
-
-    def _continue_turn(self, view: QueueView) -> Pick | None:
-        if not self._in_turn:
-            return None
-        head = view.head(self._lane, self._turn)
-        if head is None or self.deficits[self._turn] < head.service_tokens:
-            self._in_turn = False
-            return None
-        self.deficits[self._turn] -= head.service_tokens
-        self._dispatched = True
-        return Pick(self._lane, self._turn)
 
     def _next_turn(self, view: QueueView) -> bool:
         for tenant in range(self._turn + 1, view.tenant_count):
