@@ -95,11 +95,9 @@ def plan(
     if (vary is None) == (maximize is None):
         raise InputError(str(file), "--vary", "give either --vary PATH or --maximize PATH")
     knob = vary or maximize
-    if report is not None:  # before the long part, as `scenario --report` does
-        from simsched.outputs.atomic import output_folder
-
-        output_folder(report, "--report")
     grid = parse_grid(over or [], "--over", str(file))
+    if report is not None:  # before the long part, as `scenario --report` does
+        _check_report(report, file, set_, grid)
     line = ProgressLine("plan")
     show = ProbePrinter(knob, list(grid)) if format is Format.table else _probe_note(line)
     with named_by(file):
@@ -122,13 +120,29 @@ def plan(
         )
     line.close()
     if report is not None:
-        write_plan_report(result.to_json_dict(), report)
+        write_plan_report(result.to_json_dict(), report, _inputs(file, set_, grid))
     if format is Format.json:
         typer.echo(json.dumps(result.to_json_dict(), indent=2))
     else:
         print_result(result)
     if result.answer is None:  # it ran, and the answer is no: not a success to a script
         raise typer.Exit(ANSWER_IS_NO)
+
+
+def _inputs(file: Path, set_: list[str] | None, over: dict[str, list]) -> list[Path]:
+    """Every file the plan reads: the scenario, what it names, and paths among the --over
+    values."""
+    from simsched.config.inputs import grid_inputs, scenario_inputs
+    from simsched.config.loading import load_scenario
+
+    return [*scenario_inputs(load_scenario(file, set_), file), *grid_inputs(over, file)]
+
+
+def _check_report(report: Path, file: Path, set_: list[str] | None, over: dict) -> None:
+    from simsched.outputs.preflight import check_output_folder
+    from simsched.outputs.report_files import PLAN_REPORT_FILES
+
+    check_output_folder(report, "--report", PLAN_REPORT_FILES, _inputs(file, set_, over))
 
 
 def _step(step: float | None) -> int | float | None:

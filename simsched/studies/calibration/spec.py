@@ -13,6 +13,7 @@ from typing import Annotated, Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from simsched.config.inputs import scenario_inputs
 from simsched.config.loading import load_scenario
 from simsched.config.validation_errors import input_error
 from simsched.config.yaml_io import parse_yaml_mapping, read_text
@@ -99,10 +100,33 @@ def load_calibration(path: Path) -> tuple[CalibrationFile, list[float], list[Any
     scenarios = []
     for i, case in enumerate(spec.cases):
         scenario_path = base / case.scenario
-        if not scenario_path.is_file():
-            raise InputError(label, f"cases[{i}].scenario", f"no such file: {case.scenario}")
+        _check_scenario_file(scenario_path, case.scenario, label, f"cases[{i}].scenario")
         scenarios.append(_check_case(spec, i, scenario_path, label))
     return spec, measured, scenarios
+
+
+def calibration_inputs(path: Path) -> list[Path]:
+    """Every file a calibration reads: the file, its vLLM result files, each case's scenario
+    and what that scenario reads (traces, hf_config files; `config.inputs`), each once.
+
+    Outputs (`calibrate --out`) are checked against these before the fit runs."""
+    spec, _, scenarios = load_calibration(path)
+    base = path.parent
+    found = [path]
+    for case, loaded in zip(spec.cases, scenarios, strict=True):
+        if case.vllm_result is not None:
+            found.append(base / case.vllm_result)
+        found += scenario_inputs(loaded, base / case.scenario)
+    return list(dict.fromkeys(found))
+
+
+def _check_scenario_file(scenario: Path, shown: str, label: str, where: str) -> None:
+    try:
+        exists = scenario.is_file()
+    except OSError as exc:  # a name longer than the file system takes, say
+        raise InputError(label, where, f"cannot read: {exc.strerror or exc}") from None
+    if not exists:
+        raise InputError(label, where, f"no such file: {shown}")
 
 
 def case_overrides(
