@@ -30,12 +30,34 @@ def check_points(grid_points: int, seeds: int, label: str) -> None:
         print(f"{label}: warning: this sweep holds {total:,} runs", file=sys.stderr)
 
 
+def candidate_count(lo: float, hi: float, step: float) -> float:
+    """LO, LO+S, ..., HI counted without overflow: integers exactly, floats as inf when the
+    range or the count is beyond a float (`-1.7e308:1.7e308`, a step of 5e-324)."""
+    if not step > 0:
+        return math.inf
+    if all(isinstance(n, int) for n in (lo, hi, step)):
+        return (hi - lo) // step + 1  # Python integers: exact at any size
+    try:
+        count = (hi - lo) / step
+    except OverflowError:  # an integer range too wide for a float division
+        return math.inf
+    return math.floor(count) + 1 if math.isfinite(count) else math.inf
+
+
 def check_candidates(lo: float, hi: float, step: float, label: str) -> None:
-    count = math.floor((hi - lo) / step) + 1 if step > 0 else math.inf
+    count = candidate_count(lo, hi, step)
     if not count <= MAX_CANDIDATES:
         raise InputError(
             label,
             "--step",
-            f"{lo:g}..{hi:g} in steps of {step:g} is {count:,.3g} candidate values, more than "
-            f"{MAX_CANDIDATES:,}; give a larger --step",
+            f"{lo:g}..{hi:g} in steps of {step:g} gives {_shown(count)}, more than the "
+            f"{MAX_CANDIDATES:,} a plan may try; give a larger --step or a narrower --range",
         )
+
+
+def _shown(count: float) -> str:
+    try:
+        value = float(count)  # an exact integer count may be beyond any float
+    except OverflowError:
+        value = math.inf
+    return f"{value:,.3g} candidate values" if math.isfinite(value) else "countless values"
