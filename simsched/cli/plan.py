@@ -95,7 +95,7 @@ def plan(
     if (vary is None) == (maximize is None):
         raise InputError(str(file), "--vary", "give either --vary PATH or --maximize PATH")
     knob = vary or maximize
-    grid = parse_grid(over or [], "--over", str(file))
+    grid = parse_grid(over or [], "--over", str(file), _over_bound(file, set_))
     if report is not None:  # before the long part, as `scenario --report` does
         _check_report(report, file, set_, grid)
     line = ProgressLine("plan")
@@ -127,6 +127,16 @@ def plan(
         print_result(result)
     if result.answer is None:  # it ran, and the answer is no: not a success to a script
         raise typer.Exit(ANSWER_IS_NO)
+
+
+def _over_bound(file: Path, set_: list[str] | None):
+    """Each --over's count of values within `limits.max_combinations`, checked before the
+    values are read (the plan checks their product)."""
+    from simsched.config.loading import load_scenario
+    from simsched.studies.limits import check_combinations
+
+    limits = load_scenario(file, set_).limits
+    return lambda count: check_combinations(count, limits, str(file))
 
 
 def _inputs(file: Path, set_: list[str] | None, over: dict[str, list]) -> list[Path]:

@@ -1,8 +1,11 @@
-"""How large a sweep or a plan's candidate list may be, checked before anything is built.
+"""How large a sweep or a plan may be, checked before anything is built or run.
 
-`--seeds 1000000000` or `--range 1:1e12` would build a billion points or values in memory
-before a single run; such grids are refused at once. A sweep that is large but possible runs,
-with a warning on stderr saying how many runs it holds.
+`--seeds 1000000`, a grid of a million points or `--over` with a thousand values would build
+their tasks in memory and then run for days; each is refused at once, the message giving the
+count and the `limits` setting that bounds it (the scenario's `limits` section, raised with
+`--set limits.max_study_runs=...`). A plan's runs are estimated: its probes per search are those
+of a bisection over the candidates. A plan's candidate list has a bound of its own
+(`MAX_CANDIDATES`), whatever the limits: it is built whole.
 """
 
 from __future__ import annotations
@@ -12,22 +15,54 @@ import sys
 
 from simsched.errors import InputError
 
-MAX_POINTS = 1_000_000  # sweep points (grid x seeds): their tasks alone take about a GiB
 WARN_POINTS = 10_000
 MAX_CANDIDATES = 1_000_000  # plan values; a bisection probes about log2 of them
 
 
-def check_points(grid_points: int, seeds: int, label: str) -> None:
-    total = grid_points * seeds
-    if total > MAX_POINTS:
+def check_count(count: int, limit: int, key: str, what: str, label: str, where: str) -> None:
+    """Refuse `count` (of `what`) beyond `limits.<key>` = `limit`, saying how to raise it."""
+    if count > limit:
         raise InputError(
             label,
-            "--seeds" if seeds > 1 else "--grid",
-            f"{grid_points:,} grid points x {seeds:,} seeds = {total:,} runs, more than a sweep "
-            f"may hold ({MAX_POINTS:,}); split it into smaller sweeps",
+            where,
+            f"{what} = {count:,}, more than limits.{key} ({limit:,}); ask for less, or raise it "
+            f"(--set limits.{key}={count}) if the machine can take it",
         )
+
+
+def check_seeds(seeds: int, limits, label: str) -> None:
+    check_count(seeds, limits.max_seeds, "max_seeds", "--seeds", label, "--seeds")
+
+
+def check_points(grid_points: int, seeds: int, limits, label: str) -> None:
+    """A sweep of `grid_points` points, each run with `seeds` seeds, within the limits."""
+    check_seeds(seeds, limits, label)
+    where = "--grid"
+    check_count(grid_points, limits.max_grid_points, "max_grid_points", "grid points", label, where)
+    total = grid_points * seeds
+    what = f"{grid_points:,} grid points x {seeds:,} seeds"
+    where = "--seeds" if seeds > 1 else "--grid"
+    check_count(total, limits.max_study_runs, "max_study_runs", what, label, where)
     if total > WARN_POINTS:
         print(f"{label}: warning: this sweep holds {total:,} runs", file=sys.stderr)
+
+
+def check_combinations(combinations: int, limits, label: str) -> None:
+    key, what = "max_combinations", "--over combinations"
+    check_count(combinations, limits.max_combinations, key, what, label, "--over")
+
+
+def check_plan_runs(combinations: int, candidates: int, seeds: int, limits, label: str) -> None:
+    """A plan's runs: combinations x probes per search (a bisection's) x seeds."""
+    probes = probes_per_search(candidates)
+    what = f"about {combinations:,} combinations x {probes} probes x {seeds:,} seeds"
+    total = combinations * probes * seeds
+    check_count(total, limits.max_study_runs, "max_study_runs", what, label, "--seeds")
+
+
+def probes_per_search(candidates: int) -> int:
+    """A bisection's probes over `candidates` values: HI, LO, then halving what is left."""
+    return min(candidates, 2 + math.ceil(math.log2(max(candidates, 1))))
 
 
 def candidate_count(lo: float, hi: float, step: float) -> float:

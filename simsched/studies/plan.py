@@ -28,6 +28,7 @@ search), `probing` (running and judging probes), `fleet` (combinations, cost, th
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -49,6 +50,7 @@ from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicit
 from simsched.studies.fleet import Combo, FleetPlan, combinations, shown
 from simsched.studies.grid import relabel
 from simsched.studies.knob import Number, knob_values
+from simsched.studies.limits import check_combinations, check_plan_runs, check_seeds
 from simsched.studies.plan_inputs import (
     carried_price,
     check_choices,
@@ -85,8 +87,11 @@ def plan(
     each combination of the `over` values; the best combination by `minimize`."""
     source = _Source(scenario, list(overrides or []))
     base = source.load([])
-    source.overrides += carried_price(base, over)
     label = source.label
+    combos = math.prod(len(values) for values in (over or {}).values())
+    check_seeds(seeds, base.limits, label)  # the study's size, before any list is built
+    check_combinations(combos, base.limits, label)
+    source.overrides += carried_price(base, over)
     chosen, resolved = _variant(base, variant, label)
     flag = "--maximize" if maximize else "--vary"
     refuse_shadowed_overrides(base, overrides, [chosen], label)
@@ -103,6 +108,7 @@ def plan(
     check_choices(minimize, rule, seeds, jobs, label)
     check_over(over, knob, flag, seeds, label)
     values = knob_values(base, knob, range_, step, label, flag)
+    check_plan_runs(combos, len(values), seeds, base.limits, label)
     plans = [
         PlanResult(knob, chosen, maximize, values, parsed, combo=c) for c in combinations(over)
     ]
