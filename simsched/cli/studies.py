@@ -80,7 +80,8 @@ def sweep(
     check_seeds(seeds, limits, label)  # the size of the study, before a value is read
 
     def most(count: int) -> None:
-        check_count(count, limits.max_grid_points, "max_grid_points", "values", label, "--grid")
+        key = "max_grid_points"  # one flag's values: at least as many grid points
+        check_count(count, limits.max_grid_points, key, "grid values", label, "--grid")
 
     grid_axes, zip_axes = (
         parse_grid(grid or [], "--grid", label, most),

@@ -11,40 +11,40 @@ of a bisection over the candidates. A plan's candidate list has a bound of its o
 from __future__ import annotations
 
 import math
-import sys
 
 from simsched.errors import InputError
 
-WARN_POINTS = 10_000
 MAX_CANDIDATES = 1_000_000  # plan values; a bisection probes about log2 of them
 
 
-def check_count(count: int, limit: int, key: str, what: str, label: str, where: str) -> None:
-    """Refuse `count` (of `what`) beyond `limits.<key>` = `limit`, saying how to raise it."""
+def check_count(
+    count: int, limit: int, key: str, what: str, label: str, where: str, detail: str = ""
+) -> None:
+    """Refuse `count` `what` (`detail` = how it is made up) beyond `limits.<key>` = `limit`,
+    saying how to raise it."""
     if count > limit:
+        made = f"{detail} = " if detail else ""
         raise InputError(
             label,
             where,
-            f"{what} = {count:,}, more than limits.{key} ({limit:,}); ask for less, or raise it "
-            f"(--set limits.{key}={count}) if the machine can take it",
+            f"{made}{count:,} {what}, more than limits.{key} ({limit:,}); ask for less, or raise "
+            f"it (--set limits.{key}={count}) if the machine can take it",
         )
 
 
 def check_seeds(seeds: int, limits, label: str) -> None:
-    check_count(seeds, limits.max_seeds, "max_seeds", "--seeds", label, "--seeds")
+    check_count(seeds, limits.max_seeds, "max_seeds", "seeds", label, "--seeds")
 
 
 def check_points(grid_points: int, seeds: int, limits, label: str) -> None:
     """A sweep of `grid_points` points, each run with `seeds` seeds, within the limits."""
     check_seeds(seeds, limits, label)
-    where = "--grid"
-    check_count(grid_points, limits.max_grid_points, "max_grid_points", "grid points", label, where)
+    key = "max_grid_points"
+    check_count(grid_points, limits.max_grid_points, key, "grid points", label, "--grid")
     total = grid_points * seeds
-    what = f"{grid_points:,} grid points x {seeds:,} seeds"
+    detail = f"{grid_points:,} grid points x {seeds:,} seeds"
     where = "--seeds" if seeds > 1 else "--grid"
-    check_count(total, limits.max_study_runs, "max_study_runs", what, label, where)
-    if total > WARN_POINTS:
-        print(f"{label}: warning: this sweep holds {total:,} runs", file=sys.stderr)
+    check_count(total, limits.max_study_runs, "max_study_runs", "runs", label, where, detail)
 
 
 def check_combinations(combinations: int, limits, label: str) -> None:
@@ -55,9 +55,10 @@ def check_combinations(combinations: int, limits, label: str) -> None:
 def check_plan_runs(combinations: int, candidates: int, seeds: int, limits, label: str) -> None:
     """A plan's runs: combinations x probes per search (a bisection's) x seeds."""
     probes = probes_per_search(candidates)
-    what = f"about {combinations:,} combinations x {probes} probes x {seeds:,} seeds"
+    detail = f"{combinations:,} combinations x {probes} probes x {seeds:,} seeds"
     total = combinations * probes * seeds
-    check_count(total, limits.max_study_runs, "max_study_runs", what, label, "--seeds")
+    key = "max_study_runs"
+    check_count(total, limits.max_study_runs, key, "runs (about)", label, "--seeds", detail)
 
 
 def probes_per_search(candidates: int) -> int:

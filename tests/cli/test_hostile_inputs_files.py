@@ -326,9 +326,11 @@ SWEEP_OUT = ("--out", "x.csv")
         (("sweep", "s.yaml", "--grid", f"seed={_values(1000)}", "--grid",
           f"cluster.max_num_seqs={_values(1000)}", *SWEEP_OUT),
          ["--grid", "1,000,000", "limits.max_grid_points"]),
+        (("sweep", "s.yaml", "--grid", f"cluster.max_num_seqs={_values(100)}", "--seeds", "101",
+          *SWEEP_OUT), ["100 grid points x 101 seeds = 10,100 runs", "max_study_runs"]),
         (("plan", "s.yaml", "--vary", "cluster.replicas", "--range", "1:100000", *SLO,
           "--seeds", "900", "--over", f"cluster.max_num_seqs={_values(200)}"),
-         ["200 combinations x 19 probes x 900 seeds", "max_study_runs"]),
+         ["200 combinations x 19 probes x 900 seeds = 3,420,000 runs", "max_study_runs"]),
     ],
 )  # fmt: skip
 def test_a_study_too_large_is_refused_at_once(folder, monkeypatch, capsys, args, words) -> None:
@@ -339,12 +341,20 @@ def test_a_study_too_large_is_refused_at_once(folder, monkeypatch, capsys, args,
 
 def test_a_raised_limit_lets_the_study_through_to_the_next_check(folder, monkeypatch, capsys):
     # 2,000 seeds pass once max_seeds is raised; 10 combinations x (2 + log2 of 100,000 = 19
-    # probes) x 2,000 seeds are 380,000 runs, beyond max_study_runs
+    # probes) x 2,000 seeds are 380,000 runs, beyond max_study_runs (10,000)
     args = ("plan", "s.yaml", "--vary", "cluster.replicas", "--range", "1:100000", *SLO,
             "--seeds", "2000", "--set", "limits.max_seeds=2000",
             "--over", f"cluster.max_num_seqs={_values(10)}")  # fmt: skip
     err = refused(monkeypatch, capsys, folder, *args)
     assert "max_study_runs" in err and "= 380,000" in err, err
+
+
+def test_a_limit_is_inclusive() -> None:
+    from simsched.studies.limits import check_count
+
+    check_count(10, 10, "max_seeds", "seeds", "x.yaml", "--seeds")  # at the limit: allowed
+    with pytest.raises(InputError, match=r"^x.yaml: --seeds: 11 seeds, more than limits.max_seeds"):
+        check_count(11, 10, "max_seeds", "seeds", "x.yaml", "--seeds")
 
 
 def test_a_probe_estimate_is_a_bisections(folder) -> None:
