@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from simsched.errors import InputError, display_path
+
 DTYPE_BYTES: dict[str, float] = {
     "bf16": 2.0,
     "fp16": 2.0,
@@ -121,6 +123,7 @@ def from_hf_config(path: str) -> dict[str, Any]:
     keeps the file's path under `hf_config`, so that a run knows it reads the file.
     """
     raw = _read_hf_config(path)
+    source, path = path, display_path(path)  # messages show it as the user would type it
     if raw.get("num_local_experts") or raw.get("num_experts"):
         raise ValueError(f"{path} describes a mixture-of-experts model; only dense ones fit")
     shape = {key: _whole(raw, key, most, path) for key, most in _SHAPE_FIELDS.items()}
@@ -149,7 +152,7 @@ def from_hf_config(path: str) -> dict[str, Any]:
     qk_norm = str(raw.get("model_type", "")).startswith("qwen3")
     params = shape_params(layers, hidden, heads, kv_heads, head_dim, ffn, vocab, tied, qk_norm)
     model = {
-        "name": Path(path).parent.name or "hf_config",
+        "name": Path(source).parent.name or "hf_config",
         "params": params,
         "layers": layers,
         "hidden_size": hidden,
@@ -158,7 +161,7 @@ def from_hf_config(path: str) -> dict[str, Any]:
         "head_dim": head_dim,
         "vocab_size": vocab,
         "tied_embeddings": tied,
-        "hf_config": str(path),
+        "hf_config": str(source),
     }
     dtype = _HF_DTYPES.get(str(raw.get("torch_dtype", "bfloat16")))
     if dtype:
@@ -170,20 +173,20 @@ def _read_hf_config(path: str) -> dict[str, Any]:
     """The file's JSON mapping: a regular file of at most MAX_HF_CONFIG_BYTES, checked before a
     byte is read (`yaml_io.read_text`), nested no deeper than the JSON parser can follow."""
     from simsched.config.yaml_io import read_text  # yaml_io is heavier; only when a file is named
-    from simsched.errors import InputError
 
     try:
         text = read_text(Path(path), "config.json", MAX_HF_CONFIG_BYTES)
     except InputError as exc:
-        raise ValueError(f"cannot read {path}: {exc.message}") from None
+        raise ValueError(f"cannot read {display_path(path)}: {exc.message}") from None
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not JSON: {exc.msg} (line {exc.lineno})") from None
+        shown = display_path(path)
+        raise ValueError(f"{shown} is not JSON: {exc.msg} (line {exc.lineno})") from None
     except RecursionError:
-        raise ValueError(f"{path} is nested too deeply to be a config.json") from None
+        raise ValueError(f"{display_path(path)} is nested too deeply to be a config.json") from None
     if not isinstance(raw, dict):
-        raise ValueError(f"{path} is not a config.json mapping")
+        raise ValueError(f"{display_path(path)} is not a config.json mapping")
     return raw
 
 
