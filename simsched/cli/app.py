@@ -172,9 +172,13 @@ def import_servegen_command(
     ),
 ) -> None:
     """Build a scenario from ServeGen data: top clients as tenants, the rest as one long tail."""
+    from simsched.outputs.preflight import check_output_file
     from simsched.outputs.workload_files import write_scenario_yaml
     from simsched.workload.servegen import import_servegen
 
+    # the importer reads the folder's chunk files: the scenario written may not replace one
+    read = sorted(directory.glob("chunk-*")) if directory.is_dir() else []
+    check_output_file(out, "--out", read)
     mapping = import_servegen(
         directory, top, start_window=start_window, windows=windows, rate_scale=rate_scale
     )

@@ -176,3 +176,23 @@ def test_every_file_a_report_writes_is_declared(folder: Path) -> None:
     result = simulate(load_scenario(folder / "s.yaml"))
     written = {p.name for p in write_report(result, folder / "rep").iterdir()}
     assert "index.html" in written and written <= set(SCENARIO_REPORT_FILES)
+
+
+@pytest.mark.parametrize("kind", ["same name", "symlink", "hardlink"])
+def test_import_does_not_overwrite_the_servegen_files_it_reads(
+    tmp_path: Path, monkeypatch, capsys, kind
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "sg"
+    folder.mkdir()
+    source = folder / "chunk-1-trace.csv"  # refused before it is read: any content will do
+    source.write_text("0,1.0,1.0\n", encoding="utf-8")
+    out = source if kind == "same name" else tmp_path / "out.yaml"
+    if kind != "same name":
+        _link(kind)(source, out)
+    before = _state(source)
+    code, err = run(
+        monkeypatch, capsys, ("import", "servegen", "sg", "--top", "1", "--out", str(out))
+    )
+    assert code == 2 and "is the input" in err and "chunk-1-trace.csv" in err, err
+    assert _state(source) == before
