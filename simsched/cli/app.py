@@ -75,13 +75,17 @@ def scenario(
     from simsched.config.shadowing import refuse_shadowed_overrides
     from simsched.outputs.files import RESULT_FILES, json_safe, write_result
     from simsched.outputs.preflight import check_output_folder
+    from simsched.outputs.report_files import SCENARIO_REPORT_FILES
     from simsched.outputs.tables import comparison_table
     from simsched.results.simulate import simulate
 
     loaded = load_scenario(file, set_, variant)  # the variants left out are not validated
     refuse_shadowed_overrides(loaded, set_, variant, str(file))  # as sweep and plan do
     inputs = scenario_inputs(loaded, file)  # no output may overwrite what the run reads
-    for folder, flag, names in ((out, "--out", RESULT_FILES), (report, "--report", ())):
+    for folder, flag, names in (
+        (out, "--out", RESULT_FILES),
+        (report, "--report", SCENARIO_REPORT_FILES),
+    ):
         if folder is not None:  # before the long part
             check_output_folder(folder, flag, names, inputs)
     # checked here, not only inside simulate(), so that the message names the file
@@ -91,11 +95,11 @@ def scenario(
     except InputError as exc:  # found mid-run (a request no replica can hold): name the file
         raise InputError(exc.source or str(file), exc.where, exc.message) from None
     if out is not None:
-        write_result(result, out)
+        write_result(result, out, inputs)
     if report is not None:
         from simsched.outputs.report import write_report  # matplotlib: only when asked
 
-        write_report(result, report)
+        write_report(result, report, inputs)
     if format is Format.json:
         typer.echo(json.dumps(json_safe(result.to_json_dict()), indent=2, allow_nan=False))
     else:
@@ -168,9 +172,13 @@ def import_servegen_command(
     ),
 ) -> None:
     """Build a scenario from ServeGen data: top clients as tenants, the rest as one long tail."""
+    from simsched.outputs.preflight import check_output_file
     from simsched.outputs.workload_files import write_scenario_yaml
     from simsched.workload.servegen import import_servegen
 
+    # the importer reads the folder's chunk files: the scenario written may not replace one
+    read = sorted(directory.glob("chunk-*")) if directory.is_dir() else []
+    check_output_file(out, "--out", read)
     mapping = import_servegen(
         directory, top, start_window=start_window, windows=windows, rate_scale=rate_scale
     )

@@ -29,11 +29,10 @@ def calibrate_command(
     """Fit numeric settings to measured figures by simulating each case (docs/calibration.md)."""
     from simsched.outputs.atomic import write_text_atomic
     from simsched.studies.calibration.fit import calibrate
+    from simsched.studies.calibration.spec import calibration_inputs
 
-    if out is not None and out.is_dir():
-        raise InputError(str(out), "--out", "is a folder; give a file name")
-    if out is not None and not out.parent.is_dir():  # now, not after the whole fit
-        raise InputError(str(out), "--out", f"no such folder: {out.parent}")
+    if out is not None:  # now, not after the whole fit
+        _check_out(out, calibration_inputs(file))
     result = calibrate(file, jobs=jobs, fit=not no_fit, progress=_progress)
     for warning in result.spec.warnings:
         typer.echo(f"warning: {warning}", err=True)
@@ -41,6 +40,16 @@ def calibrate_command(
     if out is not None:
         write_text_atomic(out, fragment(result, file))
         typer.echo(f"{'start' if no_fit else 'fitted'} settings written to {out}")
+
+
+def _check_out(out: Path, inputs: list[Path]) -> None:
+    """`--out` can be written, and is none of the files the calibration reads (the file itself,
+    its vLLM results, each case's scenario and what that reads)."""
+    from simsched.outputs.preflight import check_output_file
+
+    check_output_file(out, "--out", inputs)  # first: a name too long fails even is_dir()
+    if not out.absolute().parent.is_dir():
+        raise InputError(str(out), "--out", f"no such folder: {out.parent}")
 
 
 def _progress(count: int, values: tuple | None, simulated: list[float]) -> None:

@@ -119,11 +119,9 @@ def plan(
     if (vary is None) == (maximize is None):
         raise InputError(str(file), "--vary", "give either --vary PATH or --maximize PATH")
     knob = vary or maximize
+    grid = parse_grid(over or [], "--over", str(file), _over_bound(file, set_))
     if report is not None:  # before the long part, as `scenario --report` does
-        from simsched.outputs.atomic import output_folder
-
-        output_folder(report, "--report")
-    grid = parse_grid(over or [], "--over", str(file))
+        _check_report(report, file, set_, grid)
     line = ProgressLine("plan")
     show = ProbePrinter(knob, list(grid)) if format is Format.table else _probe_note(line)
     with named_by(file):
@@ -148,7 +146,7 @@ def plan(
         )
     line.close()
     if report is not None:
-        write_plan_report(result.to_json_dict(), report)
+        write_plan_report(result.to_json_dict(), report, _inputs(file, set_, grid))
     if format is Format.json:
         typer.echo(json.dumps(result.to_json_dict(), indent=2))
     else:
@@ -161,6 +159,32 @@ def _uncertainty(tie_margin: float | None, model_error: float | None) -> dict[st
     """The percentages as the library's shares; an unset margin keeps the library's default."""
     shares = {} if tie_margin is None else {"tie_margin": tie_margin / 100}
     return shares | ({} if model_error is None else {"model_error": model_error / 100})
+
+
+def _over_bound(file: Path, set_: list[str] | None):
+    """Each --over's count of values within `limits.max_combinations`, checked before the
+    values are read (the plan checks their product)."""
+    from simsched.config.loading import load_scenario
+    from simsched.studies.limits import check_combinations
+
+    limits = load_scenario(file, set_).limits
+    return lambda count: check_combinations(count, limits, str(file))
+
+
+def _inputs(file: Path, set_: list[str] | None, over: dict[str, list]) -> list[Path]:
+    """Every file the plan reads: the scenario, what it names, and paths among the --over
+    values."""
+    from simsched.config.inputs import grid_inputs, scenario_inputs
+    from simsched.config.loading import load_scenario
+
+    return [*scenario_inputs(load_scenario(file, set_), file), *grid_inputs(over, file)]
+
+
+def _check_report(report: Path, file: Path, set_: list[str] | None, over: dict) -> None:
+    from simsched.outputs.preflight import check_output_folder
+    from simsched.outputs.report_files import PLAN_REPORT_FILES
+
+    check_output_folder(report, "--report", PLAN_REPORT_FILES, _inputs(file, set_, over))
 
 
 def _step(step: float | None) -> int | float | None:

@@ -67,6 +67,7 @@ def sweep(
     from simsched.config.loading import load_scenario
     from simsched.outputs.sweep_table import check_table_path, write_table
     from simsched.studies.grid import parse_grid
+    from simsched.studies.limits import check_count, check_seeds
     from simsched.studies.sweep import sweep as run_sweep
 
     label = str(file)
@@ -74,15 +75,20 @@ def sweep(
         raise InputError(
             label, "--dask", "an empty address (give tcp://host:8786, or leave --dask out)"
         )
+    loaded = load_scenario(file, set_)
+    limits = loaded.limits
+    check_seeds(seeds, limits, label)  # the size of the study, before a value is read
+
+    def most(count: int) -> None:
+        key = "max_grid_points"  # one flag's values: at least as many grid points
+        check_count(count, limits.max_grid_points, key, "grid values", label, "--grid")
+
     grid_axes, zip_axes = (
-        parse_grid(grid or [], "--grid", label),
-        parse_grid(zip_ or [], "--zip", label),
+        parse_grid(grid or [], "--grid", label, most),
+        parse_grid(zip_ or [], "--zip", label, most),
     )
     # before hours of work, not after; never over a file the sweep reads
-    inputs = [
-        *scenario_inputs(load_scenario(file, set_), file),
-        *grid_inputs(grid_axes | zip_axes, file),
-    ]
+    inputs = [*scenario_inputs(loaded, file), *grid_inputs(grid_axes | zip_axes, file)]
     check_table_path(out, inputs)
     if seeds > 1:
         check_table_path(out.with_name(f"{out.stem}.ci{out.suffix}"), inputs)

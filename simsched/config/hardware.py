@@ -56,6 +56,9 @@ class ModelSpec(Spec):
     weight_dtype: Dtype | None = None  # unset: dtype_bytes
     kv_dtype: Dtype | None = None  # unset: dtype_bytes (not the weights': FP8 weights keep a
     # BF16 cache unless told, as vLLM does)
+    # The config.json the shape came from (`model: {hf_config: path}`): an input of the run,
+    # which outputs must not overwrite (config/inputs.py). Not a setting: left out of dumps.
+    hf_config: str | None = Field(default=None, exclude=True)
 
 
 class LinearLatencyConfig(Spec):

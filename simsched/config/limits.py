@@ -28,3 +28,11 @@ class Limits(BaseModel):
     max_replicas: Positive = 4096
     # Timeline rows over the arrival span (samples x replicas); a row is about 100 bytes.
     max_timeline_rows: Positive = 5_000_000
+    # The size of a study (`sweep`, `plan`), checked before any run (studies/limits.py). Memory
+    # is not what binds (a run keeps about 10 KB of tasks and result rows until the table is
+    # written): time is. On a 2-core machine a run of a shipped scenario takes about a second,
+    # so the default of 10,000 runs is an afternoon; past it a study is refused, not started.
+    max_seeds: Positive = 1000  # --seeds of a sweep point or a plan probe
+    max_grid_points: Positive = 10_000  # a sweep's grid points (--grid x --zip), before seeds
+    max_combinations: Positive = 256  # a plan's --over combinations
+    max_study_runs: Positive = 10_000  # simulations a sweep or plan may ask for, seeds included

@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from simsched.errors import InputError, display_path
+
 DTYPE_BYTES: dict[str, float] = {
     "bf16": 2.0,
     "fp16": 2.0,
@@ -98,36 +100,59 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 _HF_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": None}
+# A config.json is a few KiB; the bound keeps /dev/zero, a FIFO or a huge file from being read.
+MAX_HF_CONFIG_BYTES = 1024**2
+# The shape fields read, each a positive whole number at most this (far beyond any model, yet
+# small enough that the parameter count stays within what `ModelSpec` takes).
+_SHAPE_FIELDS = {
+    "hidden_size": 2**20,
+    "num_attention_heads": 2**20,
+    "num_hidden_layers": 2**20,
+    "intermediate_size": 2**24,
+    "vocab_size": 2**30,
+}
+_OPTIONAL_FIELDS = {"num_key_value_heads": 2**20, "head_dim": 2**20}  # null or absent: derived
 
 
 def from_hf_config(path: str) -> dict[str, Any]:
-    """A model mapping from a Hugging Face `config.json` of a dense decoder (Llama-like)."""
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not JSON: {exc.msg} (line {exc.lineno})") from None
-    if not isinstance(raw, dict):
-        raise ValueError(f"{path} is not a config.json mapping")
+    """A model mapping from a Hugging Face `config.json` of a dense decoder (Llama-like).
+
+    Every field read is checked (a ValueError naming the file and the field): the shape fields
+    are positive whole numbers (not 32.7, `true`, 0 or Infinity), the query heads are a multiple
+    of the key/value heads, and without `head_dim` the heads divide `hidden_size`. The mapping
+    keeps the file's path under `hf_config`, so that a run knows it reads the file.
+    """
+    raw = _read_hf_config(path)
+    source, path = path, display_path(path)  # messages show it as the user would type it
     if raw.get("num_local_experts") or raw.get("num_experts"):
         raise ValueError(f"{path} describes a mixture-of-experts model; only dense ones fit")
-    try:
-        hidden, heads = int(raw["hidden_size"]), int(raw["num_attention_heads"])
-        layers, ffn, vocab = (
-            int(raw[k]) for k in ("num_hidden_layers", "intermediate_size", "vocab_size")
+    shape = {key: _whole(raw, key, most, path) for key, most in _SHAPE_FIELDS.items()}
+    hidden, heads = shape["hidden_size"], shape["num_attention_heads"]
+    optional = {key: _whole(raw, key, most, path, required=False)
+                for key, most in _OPTIONAL_FIELDS.items()}  # fmt: skip
+    kv_heads = optional["num_key_value_heads"] or heads
+    if heads % kv_heads:
+        raise ValueError(
+            f"{path}: num_attention_heads ({heads}) must be a multiple of num_key_value_heads "
+            f"({kv_heads}): each key/value head serves a whole group of query heads"
         )
-    except KeyError as exc:
-        raise ValueError(f"{path} lacks {exc.args[0]!r}") from None
-    except (TypeError, ValueError):
-        raise ValueError(f"{path}: the shape fields must be whole numbers") from None
-    kv_heads = int(raw.get("num_key_value_heads") or heads)
-    head_dim = int(raw.get("head_dim") or hidden // heads)
-    tied = bool(raw.get("tie_word_embeddings", False))
+    head_dim = optional["head_dim"]
+    if head_dim is None:
+        if hidden % heads:
+            raise ValueError(
+                f"{path}: hidden_size ({hidden}) must be a multiple of num_attention_heads "
+                f"({heads}) when head_dim is not given (head_dim = hidden_size / heads)"
+            )
+        head_dim = hidden // heads
+    tied = raw.get("tie_word_embeddings", False)
+    if not isinstance(tied, bool):
+        raise ValueError(f"{path}: tie_word_embeddings must be true or false, not {tied!r}")
+    layers, ffn = shape["num_hidden_layers"], shape["intermediate_size"]
+    vocab = shape["vocab_size"]
     qk_norm = str(raw.get("model_type", "")).startswith("qwen3")
     params = shape_params(layers, hidden, heads, kv_heads, head_dim, ffn, vocab, tied, qk_norm)
     model = {
-        "name": Path(path).parent.name or "hf_config",
+        "name": Path(source).parent.name or "hf_config",
         "params": params,
         "layers": layers,
         "hidden_size": hidden,
@@ -136,8 +161,45 @@ def from_hf_config(path: str) -> dict[str, Any]:
         "head_dim": head_dim,
         "vocab_size": vocab,
         "tied_embeddings": tied,
+        "hf_config": str(source),
     }
     dtype = _HF_DTYPES.get(str(raw.get("torch_dtype", "bfloat16")))
     if dtype:
         model["weight_dtype"] = dtype
     return model
+
+
+def _read_hf_config(path: str) -> dict[str, Any]:
+    """The file's JSON mapping: a regular file of at most MAX_HF_CONFIG_BYTES, checked before a
+    byte is read (`yaml_io.read_text`), nested no deeper than the JSON parser can follow."""
+    from simsched.config.yaml_io import read_text  # yaml_io is heavier; only when a file is named
+
+    try:
+        text = read_text(Path(path), "config.json", MAX_HF_CONFIG_BYTES)
+    except InputError as exc:
+        raise ValueError(f"cannot read {display_path(path)}: {exc.message}") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        shown = display_path(path)
+        raise ValueError(f"{shown} is not JSON: {exc.msg} (line {exc.lineno})") from None
+    except RecursionError:
+        raise ValueError(f"{display_path(path)} is nested too deeply to be a config.json") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{display_path(path)} is not a config.json mapping")
+    return raw
+
+
+def _whole(raw: dict[str, Any], key: str, most: int, path: str, required: bool = True) -> Any:
+    """`raw[key]`, a whole number in [1, most]; None for an optional field absent or null."""
+    value = raw.get(key)
+    if value is None:
+        if required:
+            raise ValueError(f"{path} lacks {key!r}")
+        return None
+    # bool is an int to Python; 32.0 or Infinity is a float: a shape is counted, not measured
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        shown = json.dumps(value) if isinstance(value, (bool, int, float, str)) else type(
+            value).__name__  # fmt: skip
+        raise ValueError(f"{path}: {key} must be a whole number from 1 to {most:,}, not {shown}")
+    return value

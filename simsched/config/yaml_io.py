@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from simsched.config.yaml_limits import YamlTooLarge, check_events, check_graph
+from simsched.config.yaml_limits import YamlTooLarge, check_events, check_graph, check_text
 from simsched.errors import InputError
 
 MIB = 1024**2
@@ -135,10 +135,12 @@ _UniqueKeyLoader.add_constructor(
 def load_yaml(text: str) -> Any:
     """YAML text as plain data (a SafeLoader's), refusing deep nesting and alias bombs.
 
-    Nesting is checked on the event stream, before PyYAML's recursive composer sees it; the
+    The number of values written out is estimated from the text before parsing (`check_text`);
+    nesting is checked on the event stream, before PyYAML's recursive composer sees it; the
     expanded size and self-reference on the composed graph, before anything is constructed.
     Failures are `yaml.YAMLError`s (`YamlTooLarge` for the limits).
     """
+    check_text(text)  # first: parsing a huge literal list is itself the hang
     check_events(yaml.parse(text, Loader=_UniqueKeyLoader))
     loader = _UniqueKeyLoader(text)
     try:

@@ -14,6 +14,11 @@ import yaml
 
 MAX_DEPTH = 50  # a scenario nests about 6 levels deep
 MAX_NODES = 1_000_000  # values after expanding aliases; a large scenario has a few thousand
+# Values a file may write out, estimated from its text before parsing (commas and line breaks,
+# one pass in C): PyYAML's pure-Python parser takes seconds per hundred thousand values, so a
+# 16 MiB literal list of 8 million would run for many minutes before any other check saw it.
+# The largest shipped scenario (an imported ServeGen fleet) has about 20,000.
+MAX_TEXT_VALUES = 250_000
 
 
 class YamlTooLarge(yaml.YAMLError):
@@ -26,6 +31,17 @@ class YamlTooLarge(yaml.YAMLError):
 
 def _line(mark) -> str:
     return f"line {mark.line + 1}" if mark is not None else ""
+
+
+def check_text(text: str) -> None:
+    """Refuse text that writes out more than MAX_TEXT_VALUES values, before it is parsed."""
+    separators = text.count(",") + text.count("\n")
+    if separators > MAX_TEXT_VALUES:
+        raise YamlTooLarge(
+            f"holds about {separators:,} values (counting commas and lines), more than the "
+            f"{MAX_TEXT_VALUES:,} a scenario or calibration file may hold; put long data in a "
+            "trace file"
+        )
 
 
 def check_events(events: Iterable[yaml.Event]) -> None:

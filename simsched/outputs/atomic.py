@@ -4,6 +4,10 @@ The temporary sits in the target's own folder, so the final move is a rename on 
 a reader, or a run that fails halfway, sees the old output or the whole new one, never a part.
 A new output gets the permissions the umask gives any new file or folder, unless the caller
 asks for others (`mode`): temporaries start private (0600, 0700), outputs are not.
+
+One rule holds for every file a command writes (`refuse_overwriting_inputs`): it is none of the
+files the same run reads, compared by resolved path and by inode, so that neither a symlink nor
+a hard link can hide an input behind an output's name.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,6 +26,32 @@ from simsched.errors import InputError
 def cannot_write(path: Path, where: str, exc: OSError) -> InputError:
     # no permission, disk full, a read-only place: the user's to fix, not a bug
     return InputError(str(path), where, f"cannot write: {exc.strerror or exc}")
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """`a` and `b` name one file: the same path once links are resolved, or the same inode
+    (a hard link has its own path but shares the inode)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        first, second = os.stat(a), os.stat(b)
+    except (OSError, ValueError):  # one is missing (nothing to overwrite), or unnameable
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
+
+
+def refuse_overwriting_inputs(outputs: Iterable[Path], inputs: Iterable[Path], flag: str) -> None:
+    """The one rule of every writer: no output is a file the same run reads.
+
+    An `InputError` naming the output, the option that gave it and the input it would replace.
+    """
+    sources = list(inputs)
+    for output in outputs:
+        for source in sources:
+            if same_file(output, source):
+                raise InputError(
+                    str(output), flag, f"is the input {source}: it would be overwritten"
+                )
 
 
 def output_folder(out_dir: str | Path, where: str = "--out") -> Path:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from simsched.outputs.atomic import cannot_write, output_folder, publish_folder, staging_folder
+from simsched.outputs.atomic import (
+    cannot_write,
+    output_folder,
+    publish_folder,
+    refuse_overwriting_inputs,
+    staging_folder,
+)
 from simsched.results.frames import SimulationResult
 
 REQUESTS_FILE = "requests.csv"
@@ -27,12 +34,18 @@ RESULT_FILES = (REQUESTS_FILE, TENANTS_FILE, SUMMARY_FILE, TIMELINE_FILE)
 QUOTED = '[",\n\r]'  # a text cell holding one of these is written quoted
 
 
-def write_result(result: SimulationResult, out_dir: str | Path) -> list[Path]:
-    """Write the result files into `out_dir` (created if needed); the written paths, sorted."""
+def write_result(
+    result: SimulationResult, out_dir: str | Path, inputs: Iterable[Path] = ()
+) -> list[Path]:
+    """Write the result files into `out_dir` (created if needed); the written paths, sorted.
+
+    None of them may be one of the run's `inputs` (checked again just before the move, as the
+    command checked before the run: the one rule of `outputs.atomic`)."""
     target = output_folder(out_dir)
     try:
         with staging_folder(target) as staging:
             _write_files(result, staging)
+            refuse_overwriting_inputs([target / name for name in RESULT_FILES], inputs, "--out")
             return publish_folder(staging, target)
     except OSError as exc:  # a full disk halfway through is an input error, as at the start
         raise cannot_write(target, "--out", exc) from None

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from simsched.errors import InputError
-from simsched.outputs.atomic import cannot_write, output_folder
+from simsched.outputs.atomic import cannot_write, output_folder, refuse_overwriting_inputs
 
 NAME_MAX = 255  # bytes in one path component on every common file system
 
@@ -25,6 +25,7 @@ def check_output_folder(
     """`target` can become (or be refilled as) a results folder holding `names`, none of which
     is one of the run's `inputs`."""
     _check_names(Path(target), flag)  # first: a name too long makes even exists() fail
+    inputs = list(inputs)  # walked once per name
     path = output_folder(target, flag)
     _probe(_nearest_folder(path.absolute().parent), path, flag)
     if path.is_dir():
@@ -40,9 +41,7 @@ def check_output_folder(
 
 
 def _not_an_input(path: Path, flag: str, inputs: Iterable[Path]) -> None:
-    for source in inputs:  # samefile: the same file by another name or through a link
-        if path.exists() and source.exists() and path.samefile(source):
-            raise InputError(str(path), flag, f"is the input {source}: it would be overwritten")
+    refuse_overwriting_inputs([path], inputs, flag)  # the one rule (outputs.atomic)
 
 
 def check_output_file(path: str | Path, flag: str, inputs: Iterable[Path] = ()) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,6 @@ from typing import Any
 from simsched.config.loading import load_scenario
 from simsched.config.overrides import OverrideError, format_assignment, parse_assignment, split_path
 from simsched.errors import InputError
-from simsched.studies.limits import check_points
 
 Axis = tuple[str, list[str], list[tuple[Any, ...]]]  # (flag, paths, a tuple of values per step)
 
@@ -30,10 +30,14 @@ class Point:
     labels: tuple[tuple[str, str], ...]  # override -> the flag that brought it, for messages
 
 
-def parse_grid(specs: list[str], flag: str, label: str = "") -> dict[str, list]:
+def parse_grid(
+    specs: list[str], flag: str, label: str = "", most: Callable[[int], None] | None = None
+) -> dict[str, list]:
     """`["a.b=1,2,3", ...]` -> {"a.b": [1, 2, 3]}; each value is read as a YAML scalar.
 
     Commas inside brackets or quotes do not split, so `x=[1,2],[3,4]` has two list values.
+    `most(count)` is called with each flag's count of values before any value is read (reading
+    is the slow part), so that a bound refuses a million values at once.
     """
     parsed: dict[str, list] = {}
     for spec in specs:
@@ -42,6 +46,8 @@ def parse_grid(specs: list[str], flag: str, label: str = "") -> dict[str, list]:
         if not sep or not path.strip():
             raise InputError(label, where, "expected PATH=VALUE,VALUE,...")
         items = [item.strip() for item in split_values(text)]
+        if most is not None:
+            most(len(items))
         if any(not item for item in items):
             raise InputError(label, where, "empty value (values are separated by commas)")
         if path.strip() in parsed:
@@ -119,8 +125,13 @@ def check_axes(path: str | Path, overrides: list[str], axes: list[Axis], load=No
             raise first_error
 
 
-def make_points(axes: list[Axis], base_seed: int, seeds: int, label: str = "") -> list[Point]:
-    check_points(math.prod(len(axis[2]) for axis in axes), seeds, label)  # before building
+def grid_points(axes: list[Axis]) -> int:
+    """Points of the grid, before seeds: the product of the axes' lengths."""
+    return math.prod(len(axis[2]) for axis in axes)
+
+
+def make_points(axes: list[Axis], base_seed: int, seeds: int) -> list[Point]:
+    """Every point; the caller has bounded their number (`studies.limits.check_points`)."""
     points: list[Point] = []
     for steps in itertools.product(*(axis[2] for axis in axes)):
         texts, labels, params = [], [], {}

@@ -37,6 +37,8 @@ def knob_values(
         raise InputError(label, "--step", f"must be positive, got {step}")
     if _is_integer_knob(scenario, knob, (lo, hi, step), label, flag):
         return _integer_values(lo, hi, step, label)
+    if not math.isfinite(float(hi) - float(lo)):  # -1.7e308:1.7e308: HI - LO overflows
+        raise InputError(label, "--range", f"{lo:g}:{hi:g} is wider than a float can hold")
     step = step if step is not None else (hi - lo) / FLOAT_STEPS
     if step:
         check_candidates(lo, hi, step, label)

@@ -28,6 +28,7 @@ search), `probing` (running and judging probes), `fleet` (combinations, cost, th
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -53,6 +54,7 @@ from simsched.studies.grid import relabel
 from simsched.studies.headroom import KNOB as HEADROOM_KNOB
 from simsched.studies.headroom import Headroom, headroom_of, headroom_search
 from simsched.studies.knob import Number, knob_values
+from simsched.studies.limits import check_combinations, check_plan_runs, check_seeds
 from simsched.studies.plan_inputs import (
     carried_price,
     check_choices,
@@ -106,8 +108,11 @@ def plan(
     efficiencies moved by -model_error and +model_error, to say whether the answer survives."""
     source = _Source(scenario, list(overrides or []))
     base = source.load([])
-    source.overrides += carried_price(base, over)
     label = source.label
+    combos = math.prod(len(values) for values in (over or {}).values())
+    check_seeds(seeds, base.limits, label)  # the study's size, before any list is built
+    check_combinations(combos, base.limits, label)
+    source.overrides += carried_price(base, over)
     chosen, resolved = _variant(base, variant, label)
     flag = "--maximize" if maximize else "--vary"
     refuse_shadowed_overrides(base, overrides, [chosen], label)
@@ -126,6 +131,7 @@ def plan(
     notes += [note for note in [router_warning(resolved.cluster)] if note]
     check_over(over, knob, flag, seeds, label)
     values = knob_values(base, knob, range_, step, label, flag)
+    check_plan_runs(combos, len(values), seeds, base.limits, label)
     plans = [
         PlanResult(knob, chosen, maximize, values, parsed, combo=c) for c in combinations(over)
     ]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import socket
+import struct
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -185,9 +187,10 @@ def run_on_client(client, tasks: list[Task], tick: Progress) -> list[Outcome]:
 def connect_dask(address: str, timeout_s: float):
     """A client of the scheduler at `address`, or an InputError within about `timeout_s`.
 
-    The connection is made on a helper thread and waited for with a deadline: a server that
-    is not a Dask scheduler can make the client wait for ever (one that accepts and stays
-    silent) or fail in any way (an HTTP reply read as a 2.82 EiB frame is a MemoryError).
+    A plain TCP address is probed first (`probe_scheduler`), so that the client never reads a
+    stranger's bytes as a message size. The connection is then made on a helper thread and
+    waited for with a deadline: a server that is not a Dask scheduler can still make the client
+    wait for ever (one that accepts and stays silent) or fail in any other way.
     """
     try:
         from distributed import Client
@@ -195,6 +198,7 @@ def connect_dask(address: str, timeout_s: float):
         raise InputError(
             "--dask", address, "needs dask.distributed (pip install dask[distributed])"
         ) from None
+    probe_scheduler(address, timeout_s)
     box: dict[str, Any] = {}
 
     def connect() -> None:
@@ -217,3 +221,60 @@ def connect_dask(address: str, timeout_s: float):
         )
         raise InputError("--dask", address, f"cannot reach the Dask scheduler: {problem}")
     return box["client"]
+
+
+# A scheduler's first message is its handshake, a few hundred bytes; 1 MiB is far beyond it.
+MAX_HANDSHAKE_BYTES = 1024**2
+DASK_PORT = 8786
+
+
+def probe_scheduler(address: str, timeout_s: float) -> None:
+    """Read the first 8 bytes a `tcp://` server sends and refuse it unless they announce a
+    message of a plausible size, as a Dask scheduler's handshake does.
+
+    Dask's TCP comm sends each message after its length (8 bytes, native order) and its reader
+    allocates that length at once: an HTTP reply or junk read that way asks for exabytes (a
+    MemoryError inside the client). A scheduler speaks first on a new connection, so the probe
+    sends nothing; other schemes (tls://, ucx://) are left to the client.
+    """
+    scheme, _, rest = address.rpartition("://")
+    if scheme not in ("", "tcp"):
+        return
+    host, port = _host_port(rest, address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as conn:
+            conn.settimeout(timeout_s)
+            head = _read_exactly(conn, 8)
+    except TimeoutError:
+        raise InputError(
+            "--dask", address, f"no Dask scheduler answered within {timeout_s:g} s"
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            "--dask", address, f"cannot reach the Dask scheduler: {exc.strerror or exc}"
+        ) from None
+    size = struct.unpack("Q", head)[0] if len(head) == 8 else 0
+    if not 0 < size <= MAX_HANDSHAKE_BYTES:
+        raise InputError(
+            "--dask", address, "not a Dask scheduler (its first bytes are not a Dask message)"
+        )
+
+
+def _host_port(rest: str, address: str) -> tuple[str, int]:
+    host, sep, port = rest.rpartition(":")
+    if not sep or "]" in port:  # no port given (an IPv6 literal ends in `]`)
+        host, port = rest, str(DASK_PORT)
+    try:
+        return host.strip("[]"), int(port)
+    except ValueError:
+        raise InputError("--dask", address, f"the port {port!r} is not a number") from None
+
+
+def _read_exactly(conn: socket.socket, count: int) -> bytes:
+    data = b""
+    while len(data) < count:
+        chunk = conn.recv(count - len(data))
+        if not chunk:  # closed early: whatever came is not a message
+            break
+        data += chunk
+    return data

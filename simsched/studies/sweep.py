@@ -41,10 +41,12 @@ from simsched.outputs.progress import ProgressLine
 from simsched.studies.grid import (
     Point,
     check_axes,
+    grid_points,
     make_axes,
     make_points,
     param_names,
 )
+from simsched.studies.limits import check_points
 from simsched.studies.runners import Outcome, Progress, Task, run_dask, run_local
 from simsched.studies.sweep_frame import build_frame
 
@@ -72,10 +74,12 @@ def sweep(
     load = _loader(path, raw, label)
     base = load(list(overrides or []))  # a bad file or --set fails the sweep, not a point
     axes = make_axes(grid, zip_ or {}, label)
+    seeds = _positive(seeds, "--seeds", label)
+    check_points(grid_points(axes), seeds, base.limits, label)  # before anything is loaded
     refuse_shadowed_overrides(base, overrides, None, label)
     _refuse_shadowed_paths(base, axes, label)
     check_axes(path, overrides or [], axes, load)
-    points = make_points(axes, base.seed, _positive(seeds, "--seeds", label), label)
+    points = make_points(axes, base.seed, seeds)
     study = uuid.uuid4().hex  # workers reuse workloads within this sweep only
     tasks = [_task(path, raw, label, overrides or [], point, study) for point in points]
     runner = (

@@ -25,6 +25,7 @@ from simsched.workload.formats.checks import (
     numbers,
     universal_newlines,
 )
+from simsched.workload.formats.checks import times as checked_times
 from simsched.workload.table import RequestTable
 
 REQUIRED = ("request_id", "tenant_id", "arrival_ms", "prefill_tokens", "decode_tokens")
@@ -47,9 +48,7 @@ def read_trace_csv(path: str | Path, tenants: list, *, label: str | None = None)
         request_id=_request_ids(frame, label),
         tenant=tenant,
         lane=_lanes(frame, tenant, tenants, label),
-        arrival_ms=numbers(
-            frame["arrival_ms"], "arrival_ms", label, integer=False, non_negative=True
-        ),
+        arrival_ms=checked_times(frame["arrival_ms"], "arrival_ms", label),
         prefill_tokens=numbers(frame["prefill_tokens"], "prefill_tokens", label, integer=True),
         decode_tokens=numbers(frame["decode_tokens"], "decode_tokens", label, integer=True),
     )

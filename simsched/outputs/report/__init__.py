@@ -14,13 +14,14 @@ This module decides what each page holds; the parts live beside it in this packa
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from simsched.errors import InputError
 from simsched.outputs.atomic import publish_folder, staging_folder
+from simsched.outputs.files import RESULT_FILES
 from simsched.outputs.preflight import check_output_folder
 from simsched.outputs.report.cache_plots import has_hit_rates, prefix_hit_rates
 from simsched.outputs.report.data import ScenarioData, read_results_folder, result_data
@@ -45,15 +46,23 @@ from simsched.outputs.report.sweep_plots import (
 from simsched.outputs.report.tables import per_tenant_tables
 from simsched.outputs.report.targets import Target, parse_target
 from simsched.outputs.report.utilisation_table import utilisation_tables
+from simsched.outputs.report_files import SCENARIO_REPORT_FILES, sweep_report_files
 from simsched.outputs.sweep_table import read_table
 from simsched.results.frames import SimulationResult
 from simsched.results.tenants import METRIC_COLUMNS
 
 
-def write_report(result: SimulationResult, out_dir: str | Path) -> Path:
-    """Plots and index.html for a simulation result, written to `out_dir`."""
+def write_report(
+    result: SimulationResult,
+    out_dir: str | Path,
+    inputs: Iterable[Path] = (),
+    flag: str = "--report",
+) -> Path:
+    """Plots and index.html for a simulation result, written to `out_dir`; none of its files
+    may be one of the run's `inputs` (`config.inputs.scenario_inputs`)."""
     data = result_data(result)
-    return publish(out_dir, lambda folder: scenario_report(data, folder))
+    build = lambda folder: scenario_report(data, folder)  # noqa: E731
+    return publish(out_dir, build, SCENARIO_REPORT_FILES, inputs, flag)
 
 
 def report(results: str | Path, out_dir: str | Path, slos: Sequence[str] = ()) -> Path:
@@ -62,17 +71,26 @@ def report(results: str | Path, out_dir: str | Path, slos: Sequence[str] = ()) -
     path = Path(results)
     if not path.exists():
         raise InputError(str(path), "", "no such file or folder")
-    if path.is_dir():
+    if path.is_dir():  # the report reads the folder's result files
         if slos:
             raise InputError(str(path), "--slo", "SLO targets are for a sweep table's report")
+        check_output_folder(out_dir, "--out", SCENARIO_REPORT_FILES, _folder_files(path))
         data = read_results_folder(path)
-        return publish(out_dir, lambda folder: scenario_report(data, folder))
+        build = lambda folder: scenario_report(data, folder)  # noqa: E731
+        return publish(out_dir, build, SCENARIO_REPORT_FILES, _folder_files(path))
+    names = sweep_report_files()
+    check_output_folder(out_dir, "--out", names, [path])  # before reading a large table
     table = read_table(path)
     missing = {"point", "variant", "tenant"} - set(table.columns)
     if missing:
         raise InputError(str(path), "", f"not a sweep table (no {', '.join(sorted(missing))})")
     targets = sweep_targets(table, list(slos), str(path))
-    return publish(out_dir, lambda folder: sweep_report(table, path.name, folder, targets))
+    build = lambda folder: sweep_report(table, path.name, folder, targets)  # noqa: E731
+    return publish(out_dir, build, names, [path])
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    return [folder / name for name in RESULT_FILES]
 
 
 def scenario_report(data: ScenarioData, folder: Path) -> None:
@@ -163,14 +181,30 @@ def _target_lines(targets: list[Target]) -> list[str]:
     return [f"SLO targets: {shown}{given}."]
 
 
-def publish(out_dir: str | Path, build: Callable[[Path], None]) -> Path:
-    """Build the report in a temporary folder beside `out_dir`, then move it into place."""
-    target = check_output_folder(out_dir, "--out")
+def publish(
+    out_dir: str | Path,
+    build: Callable[[Path], None],
+    names: tuple[str, ...],
+    inputs: Iterable[Path] = (),
+    flag: str = "--out",
+) -> Path:
+    """Build the report in a temporary folder beside `out_dir`, then move it into place.
+
+    `names` are the files the report may write: checked against the run's `inputs` (the one
+    rule, `outputs.atomic.refuse_overwriting_inputs`), before the build and again before the
+    move, and a file the build made outside the list is a bug, not published."""
+    inputs = list(inputs)
+    target = check_output_folder(out_dir, flag, names, inputs)
     from matplotlib import rc_context  # lazy: matplotlib only when a report is drawn
 
     with staging_folder(target, mode=0o755) as staging:  # a report is meant to be shared
         # Labels are names (tenant ids, variants), never mathematics: `$x^$` is text.
         with rc_context({"text.parse_math": False}):
             build(staging)
+        made = sorted(item.name for item in staging.iterdir())
+        unlisted = sorted(set(made) - set(names))
+        if unlisted:
+            raise RuntimeError(f"report files missing from outputs.report_files: {unlisted}")
+        check_output_folder(target, flag, made, inputs)
         publish_folder(staging, target)
     return target

@@ -4,6 +4,7 @@ outputs never depend on the study that made it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -11,15 +12,20 @@ import pandas as pd
 
 from simsched.outputs.report.page import Plot, decorate, save, small_multiples, write_index
 from simsched.outputs.report.targets import TARGET_GID
+from simsched.outputs.report_files import PLAN_REPORT_FILES
 from simsched.results.metric_ranges import clip
 
 SLO_PATTERN_OPS = ("<=", ">=", "<", ">")
 
 
-def write_plan_report(document: dict[str, Any], out_dir: str | Path) -> Path:
+def write_plan_report(
+    document: dict[str, Any], out_dir: str | Path, inputs: Iterable[Path] = ()
+) -> Path:
+    """The plan's report in `out_dir` (`--report`), none of its files one of the `inputs`."""
     from simsched.outputs.report import publish  # the package imports this module
 
-    return publish(out_dir, lambda folder: plan_report(document, folder))
+    build = lambda folder: plan_report(document, folder)  # noqa: E731
+    return publish(out_dir, build, PLAN_REPORT_FILES, inputs, "--report")
 
 
 def plan_report(document: dict[str, Any], folder: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from simsched.config.overrides import format_assignment, get_path, split_path
-from simsched.config.yaml_io import parse_yaml_mapping, read_text
+from simsched.config.yaml_io import MAX_SCENARIO_BYTES, parse_yaml_mapping, read_text
 from simsched.errors import InputError
 
 # tagged sections with a short form, and the kind they mean when left out
@@ -22,7 +22,7 @@ DEFAULT_KIND = {"latency_model": "roofline"}
 def long_forms(scenario: Path, paths: list[str]) -> list[str]:
     """The overrides that write the tagged sections on `paths` in long form (usually none)."""
     try:
-        raw = parse_yaml_mapping(read_text(scenario, "scenario"), str(scenario))
+        raw = parse_yaml_mapping(read_text(scenario, "scenario", MAX_SCENARIO_BYTES), str(scenario))
     except InputError:
         return []  # loading the scenario reports it, naming the case
     out: list[str] = []

@@ -8,23 +8,29 @@ bad case fails before any simulation runs.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from simsched.config.inputs import scenario_inputs
 from simsched.config.loading import load_scenario
 from simsched.config.validation_errors import input_error
-from simsched.config.yaml_io import parse_yaml_mapping, read_text
+from simsched.config.yaml_io import MAX_SCENARIO_BYTES, parse_yaml_mapping, read_text
 from simsched.errors import InputError
 from simsched.studies.calibration.metrics import METRICS, VLLM_KEYS
 from simsched.studies.calibration.paths import long_forms
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
+# A `vllm bench serve --save-result` JSON is a few KiB (per-request lists make it larger).
+MAX_VLLM_RESULT_BYTES = 64 * 1024**2
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict, as the scenario models are: `low: true` or `measured: "40"` is a mistake, not a
+    # number to coerce
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Setting(Model):
@@ -109,7 +115,8 @@ def _renamed(raw: dict[str, Any], label: str) -> tuple[dict[str, Any], list[str]
 def load_calibration(path: Path) -> tuple[CalibrationFile, list[float], list[Any]]:
     """The validated file, each case's measured value, and each case's base scenario."""
     label = str(path)
-    raw = parse_yaml_mapping(read_text(path, "calibration file"), label)
+    # the scenario's bounds: the size before reading, then YAML nesting and aliases (yaml_io)
+    raw = parse_yaml_mapping(read_text(path, "calibration file", MAX_SCENARIO_BYTES), label)
     raw, warnings = _renamed(raw, label)
     try:
         spec = CalibrationFile.model_validate(raw)
@@ -129,10 +136,33 @@ def load_calibration(path: Path) -> tuple[CalibrationFile, list[float], list[Any
     scenarios = []
     for i, case in enumerate(spec.cases):
         scenario_path = base / case.scenario
-        if not scenario_path.is_file():
-            raise InputError(label, f"cases[{i}].scenario", f"no such file: {case.scenario}")
+        _check_scenario_file(scenario_path, case.scenario, label, f"cases[{i}].scenario")
         scenarios.append(_check_case(spec, i, scenario_path, label))
     return spec, measured, scenarios
+
+
+def calibration_inputs(path: Path) -> list[Path]:
+    """Every file a calibration reads: the file, its vLLM result files, each case's scenario
+    and what that scenario reads (traces, hf_config files; `config.inputs`), each once.
+
+    Outputs (`calibrate --out`) are checked against these before the fit runs."""
+    spec, _, scenarios = load_calibration(path)
+    base = path.parent
+    found = [path]
+    for case, loaded in zip(spec.cases, scenarios, strict=True):
+        if case.vllm_result is not None:
+            found.append(base / case.vllm_result)
+        found += scenario_inputs(loaded, base / case.scenario)
+    return list(dict.fromkeys(found))
+
+
+def _check_scenario_file(scenario: Path, shown: str, label: str, where: str) -> None:
+    try:
+        exists = scenario.is_file()
+    except OSError as exc:  # a name longer than the file system takes, say
+        raise InputError(label, where, f"cannot read: {exc.strerror or exc}") from None
+    if not exists:
+        raise InputError(label, where, f"no such file: {shown}")
 
 
 def case_overrides(
@@ -201,11 +231,24 @@ def _measured(case: Case, base: Path, label: str, index: int) -> float:
     where = f"cases[{index}].vllm_result"
     file = base / str(case.vllm_result)
     try:
-        data = json.loads(read_text(file, "vLLM result file"))
+        data = json.loads(read_text(file, "vLLM result file", MAX_VLLM_RESULT_BYTES))
     except json.JSONDecodeError as exc:
         raise InputError(label, where, f"{case.vllm_result} is not JSON: {exc.msg}") from None
+    except (RecursionError, ValueError):  # nested past the parser's depth; a huge integer
+        raise InputError(label, where, f"{case.vllm_result} is not a vLLM result") from None
     key, scale = VLLM_KEYS[case.metric]
     value = data.get(key) if isinstance(data, dict) else None
     if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
         raise InputError(label, where, f"{case.vllm_result} has no positive {key!r}")
-    return float(value) * scale
+    # Infinity and 1e400 parse as inf (and a long integer overflows a float): a measurement is
+    # finite, and the fit's residuals need it so
+    try:
+        measured = float(value) * scale
+    except OverflowError:
+        measured = math.inf
+    if not math.isfinite(measured):
+        shown = f"{value:g}" if isinstance(value, float) else f"{len(str(value))} digits long"
+        raise InputError(
+            label, where, f"{case.vllm_result}: {key} is {shown}, not a finite measurement"
+        )
+    return measured

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from simsched.errors import InputError
+from simsched.workload.limits import MAX_TIME_MS
 
 MAX_TOKENS = 2**31 - 1  # far beyond any real request; keeps token arithmetic inside int64
 
@@ -40,6 +41,28 @@ def numbers(
             message = f"{column} is empty" if not shown else f"{column} {shown!r} {what}"
             raise fail(label, int(text.index[position]), message)
     return values.astype(np.int64) if integer else values
+
+
+def times(text: pd.Series, column: str, label: str, ms_per_unit: float = 1.0) -> np.ndarray:
+    """A time column (in its own unit) as float64: numbers, not negative, and none beyond the
+    `MAX_TIME_MS` a simulation clock resolves, each problem named by its line.
+
+    Bounded cell by cell, before any arithmetic: BurstGPT seconds of 1e306 would overflow to
+    infinity once made milliseconds, and one such row among small ones would be dropped
+    silently by the window."""
+    values = numbers(text, column, label, integer=False, non_negative=True)
+    most = MAX_TIME_MS / ms_per_unit  # compared in the column's own unit: no overflow
+    beyond = values > most
+    if beyond.any():
+        position = int(np.argmax(beyond))
+        shown = str(text.iloc[position]).strip()
+        raise fail(
+            label,
+            int(text.index[position]),
+            f"{column} {shown!r} is beyond {most:g} ({MAX_TIME_MS:g} ms, about 31,700 years), "
+            "more than a simulation clock resolves",
+        )
+    return values
 
 
 def universal_newlines(text: str) -> str:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from simsched.errors import InputError
 from simsched.workload.formats.checks import fail, numbers
+from simsched.workload.formats.checks import times as checked_times
 
 MOONCAKE_KEYS = ("timestamp", "input_length", "output_length")
 
@@ -27,7 +28,7 @@ def read_mooncake(text: str, label: str, filters: dict):
     index = pd.Index([number for number, _ in rows])
     times, prefill, decode = (pd.Series(values[:, i], index=index) for i in range(3))
     return (
-        numbers(times, "timestamp", label, integer=False, non_negative=True),
+        checked_times(times, "timestamp", label),
         numbers(prefill, "input_length", label, integer=True),
         numbers(decode, "output_length", label, integer=True),
     )

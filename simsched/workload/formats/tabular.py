@@ -18,6 +18,7 @@ import pandas as pd
 
 from simsched.errors import InputError
 from simsched.workload.formats.checks import check_shape, fail, numbers, universal_newlines
+from simsched.workload.formats.checks import times as checked_times
 
 AZURE_TIME_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")  # a whole second may omit .f
 FILTERS = {"model": "Model", "log_type": "Log Type"}  # burstgpt only
@@ -42,7 +43,7 @@ class Layout:
             if value is not None:
                 frame = _filter(frame, FILTERS[key], value, label)
         if self.time_to_ms:
-            times = numbers(frame[self.time], self.time, label, integer=False, non_negative=True)
+            times = checked_times(frame[self.time], self.time, label, self.time_to_ms)
             times = times * self.time_to_ms
         else:
             times = _wall_clock_ns(frame[self.time], self.time, label)
