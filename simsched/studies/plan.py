@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from simsched.config.load_scale import unscalable_tenant
 from simsched.config.loading import (
     load_scenario,
     resolve_variants,
@@ -148,6 +149,7 @@ def plan(
     fleet = FleetPlan(knob, chosen, maximize, parsed, rule, seeds, minimize, plans, notes=notes,
                       scenario=base.name)  # fmt: skip
     check = lambda combo, value: source.load_at(combo, knob, value, flag)  # noqa: E731
+    no_headroom = ""  # why a plan that would report headroom cannot
     with _runner(jobs, dask_address) as (runner, slots):
         searches = [Bisection(result) for result in fleet.plans if result.error is None]
         _search(searches, spec, runner, slots, fleet.probes, on_probe, check)
@@ -158,13 +160,22 @@ def plan(
                 result.gpus, result.cost_per_hour = _cost(source, result, result.answer, prices)
         fleet.choose()
         if headroom and fleet.best is not None and not maximize and knob != HEADROOM_KNOB:
-            fleet.headroom = _headroom(fleet, spec, source, runner, slots)
+            # closed-loop clients set their own pace: no load_scale applies, so say so instead
+            fixed = unscalable_tenant(
+                source.load_at(fleet.best.combo, knob, fleet.best.answer, flag)
+            )
+            if fixed is None:
+                fleet.headroom = _headroom(fleet, spec, source, runner, slots)
+            else:
+                notes.append(f"headroom not computed: {fixed}")
     fleet.notes += rule_notes(fleet) + fleet_notes(fleet)
     if prices:
         fleet.notes.append(f"prices per GPU-hour: {', '.join(prices.values())}")
     fleet.notes += runner_up_notes(fleet, tie_margin)
     if fleet.headroom is not None:
         fleet.notes.append(fleet.headroom.text)
+    elif no_headroom:
+        fleet.notes.append(no_headroom)
     if fleet.best is not None:
         fleet.utilisation, usage_notes = answer_utilisation(fleet, source.load_at, flag)
         fleet.notes += usage_notes

@@ -124,7 +124,7 @@ def check_uncertainty(
     """Both shares in range, and a latency model with efficiencies to move."""
     if not 0 <= tie_margin < 1:
         raise InputError(
-            label, "--tie-margin", f"must be in [0, 100) percent, got {tie_margin:.4g}"
+            label, "--tie-margin", f"must be in [0, 100) percent, got {tie_margin * 100:.4g}"
         )
     if model_error is None:
         return

@@ -136,3 +136,25 @@ def test_model_error_needs_a_roofline_model(tmp_path) -> None:
                   "latency_model": {"kind": "linear", "base_ms": 5, "prefill_ms_per_token": 0.01,
                                     "decode_ms_per_seq": 0.1}}}, "s.yaml")  # fmt: skip
     assert "the linear model has none" in str(scaled.value)
+
+
+def test_headroom_is_skipped_with_a_note_when_a_tenant_sets_its_own_pace(tmp_path) -> None:
+    """A closed-loop tenant takes no load_scale: the plan still answers, and says why there is
+    no headroom (it used to run every probe and then exit 2)."""
+    path = tmp_path / "closed.yaml"
+    path.write_text(
+        "name: closed\n"
+        "tenants:\n"
+        "  - id: ide\n"
+        "    arrivals: {kind: closed_loop, concurrency: 2, count: 6, duration_s: 5,\n"
+        "               think_time_ms: {dist: uniform, low: 50, high: 150}}\n"
+        "    prefill_tokens: 64\n"
+        "    decode_tokens: 4\n"
+        "cluster: {total_kv_blocks: 1600}\n",
+        encoding="utf-8",
+    )
+    result = plan(path, "cluster.total_kv_blocks", "100:200", ["all.shed_rate<=0.5"], step=100)
+    assert result.answer is not None and result.headroom is None
+    assert any(
+        note.startswith("headroom not computed: tenant 'ide': closed-loop") for note in result.notes
+    )

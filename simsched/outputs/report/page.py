@@ -74,7 +74,8 @@ def decorate(ax, title: str, xlabel: str, ylabel: str) -> None:
     ax.set_title(title, fontsize="medium")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.tick_params(labelbottom=True, labelleft=True)
+    # minor ticks too: a log axis within one decade has only minor ticks in view
+    ax.tick_params(which="both", labelbottom=True, labelleft=True)
     plain_ticks(ax)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
