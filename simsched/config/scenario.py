@@ -157,6 +157,9 @@ class Slo(Model):
     batch_tpot_ms: PositiveFloat | None = None
 
 
+MAX_SEED = 2**62
+
+
 class Variant(Model):
     name: Annotated[str, Field(min_length=1)]
     set: dict[str, Any] = Field(default_factory=dict)
@@ -165,7 +168,8 @@ class Variant(Model):
 class Scenario(Model):
     name: Annotated[str, Field(min_length=1)] = "scenario"
     description: str = ""
-    seed: Annotated[int, Field(ge=0)] = 0
+    # below 2**62: seeds are int64 in result tables, and a study adds up to limits.max_seeds
+    seed: Annotated[int, Field(ge=0, lt=MAX_SEED)] = 0
     # every tenant's arrival rate times this (config/load_scale.py); traces are time-scaled
     load_scale: Annotated[float, Field(gt=0, le=MAX_LOAD_SCALE, allow_inf_nan=False)] = 1.0
     tenants: Annotated[list[Tenant], Field(min_length=1)]

@@ -107,6 +107,18 @@ def remove_stale_staging(parent: Path, name: str) -> list[Path]:
     return removed
 
 
+def remove_stale_staging_files(parent: Path, name: str) -> list[Path]:
+    """The same for the staging files of a single-file target (`.NAME.PID-XXXXXXXX.tmp`)."""
+    pattern = re.compile(rf"\.{re.escape(name)}\.(\d+)-[a-z0-9_]{{8}}\.tmp")
+    removed = []
+    for entry in parent.iterdir():
+        match = pattern.fullmatch(entry.name)
+        if match and entry.is_file() and not entry.is_symlink() and _gone(int(match[1])):
+            entry.unlink(missing_ok=True)
+            removed.append(entry)
+    return removed
+
+
 def _gone(pid: int) -> bool:
     if pid == os.getpid():
         return False
@@ -176,7 +188,12 @@ def staging_file(path: Path, where: str = "", mode: int | None = None) -> Iterat
     if os.path.lexists(path) and not path.is_symlink() and not path.is_file():
         raise InputError(str(path), where, "is not a regular file (a device, FIFO or socket)")
     try:
-        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        # the writer's process id in the name: a later write of `path` removes what a killed
+        # writer left (a SIGKILL runs no cleanup)
+        remove_stale_staging_files(path.parent, path.name)
+        handle, name = tempfile.mkstemp(
+            prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp", dir=path.parent
+        )
     except OSError as exc:
         raise cannot_write(path, where, exc) from None
     os.close(handle)

@@ -81,3 +81,30 @@ def test_sigkill_mid_write_then_a_rerun_leaves_only_the_output(tmp_path: Path) -
     time.sleep(0.05)
     with staging_folder(tmp_path / "out"):
         assert not (tmp_path / name).exists()
+
+
+def test_a_single_file_write_removes_the_staging_files_killed_writers_left(tmp_path: Path) -> None:
+    """`workload --out`, `sweep --out`, `calibrate --out` write one file through a staging
+    file: a killed writer's (its id in the name) goes at the next write of the same file."""
+    from simsched.outputs.atomic import write_text_atomic
+
+    dead, alive = _dead_pid(), os.getppid()
+    stale = tmp_path / f".w.csv.{dead}-abcd_123.tmp"
+    kept = [
+        tmp_path / f".w.csv.{alive}-abcd_123.tmp",  # its writer runs
+        tmp_path / f".w.csv.2.{dead}-abcd_123.tmp",  # another target's (`w.csv.2`)
+        tmp_path / ".w.csv.abcd_123.tmp",  # no writer id
+    ]
+    for path in (stale, *kept):
+        path.write_text("half a file", encoding="utf-8")
+    write_text_atomic(tmp_path / "w.csv", "a,b\n")
+    assert not stale.exists() and all(path.exists() for path in kept)
+    assert (tmp_path / "w.csv").read_text(encoding="utf-8") == "a,b\n"
+
+
+def test_a_seed_beyond_the_result_tables_integers_is_an_input_error() -> None:
+    from simsched.config.loading import load_scenario
+    from simsched.errors import InputError
+
+    with pytest.raises(InputError, match="seed"):
+        load_scenario(REPO / "scenarios" / "noisy_neighbor.yaml", ["seed=18446744073709551615"])
