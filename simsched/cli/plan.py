@@ -119,7 +119,8 @@ def plan(
     if (vary is None) == (maximize is None):
         raise InputError(str(file), "--vary", "give either --vary PATH or --maximize PATH")
     knob = vary or maximize
-    grid = parse_grid(over or [], "--over", str(file), _over_bound(file, set_))
+    _check_over_count(file, set_, over or [])
+    grid = parse_grid(over or [], "--over", str(file))
     if report is not None:  # before the long part, as `scenario --report` does
         _check_report(report, file, set_, grid)
     line = ProgressLine("plan")
@@ -161,14 +162,18 @@ def _uncertainty(tie_margin: float | None, model_error: float | None) -> dict[st
     return shares | ({} if model_error is None else {"model_error": model_error / 100})
 
 
-def _over_bound(file: Path, set_: list[str] | None):
-    """Each --over's count of values within `limits.max_combinations`, checked before the
-    values are read (the plan checks their product)."""
+def _check_over_count(file: Path, set_: list[str] | None, over: list[str]) -> None:
+    """The --over combinations (the product of every flag's count of values) within
+    `limits.max_combinations`, counted before any value is read, so that the message gives the
+    whole count and a limit that lets it through."""
+    from math import prod
+
     from simsched.config.loading import load_scenario
+    from simsched.studies.grid import split_values
     from simsched.studies.limits import check_combinations
 
-    limits = load_scenario(file, set_).limits
-    return lambda count: check_combinations(count, limits, str(file))
+    count = prod(len(split_values(spec.partition("=")[2])) for spec in over)
+    check_combinations(count, load_scenario(file, set_).limits, str(file))
 
 
 def _inputs(file: Path, set_: list[str] | None, over: dict[str, list]) -> list[Path]:

@@ -321,8 +321,9 @@ SWEEP_OUT = ("--out", "x.csv")
         ((*PLAN, "--over", f"seed={_values(1000)}"), ["--over", "1,000", "max_combinations"]),
         ((*PLAN, "--over", f"seed={_values(100)}", "--over",
           f"cluster.max_num_seqs={_values(100)}"), ["--over", "10,000", "max_combinations"]),
-        ((*PLAN, "--over", f"seed={_values(1000)}", "--over",
-          f"cluster.max_num_seqs={_values(1000)}"), ["--over", "1,000", "max_combinations"]),
+        ((*PLAN, "--over", f"seed={_values(1000)}", "--over",  # the whole count, not one flag's
+          f"cluster.max_num_seqs={_values(1000)}"),
+         ["--over", "1,000,000", "max_combinations", "max_combinations=1000000"]),
         (("sweep", "s.yaml", "--grid", f"seed={_values(1000)}", "--grid",
           f"cluster.max_num_seqs={_values(1000)}", *SWEEP_OUT),
          ["--grid", "1,000,000", "limits.max_grid_points"]),

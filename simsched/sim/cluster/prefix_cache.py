@@ -140,6 +140,7 @@ class PrefixCachedKv(PlainKv):
     def clear(self) -> None:
         self.chains.clear()
         self.queue.clear()
+        self.free_blocks = 0  # nothing cached any more
 
     # --- a sequence's part ----------------------------------------------------------------------
     def _runs(self, seq: Seq) -> tuple[Run, ...]:

@@ -179,8 +179,10 @@ SCORER_MIXES = [
 @settings(max_examples=8, deadline=None)
 @given(
     scorers=st.sampled_from(SCORER_MIXES),
-    blocks=st.sampled_from([90, 160, 300]),
-    prefix=st.sampled_from([(300, 4), (800, 3), (1200, 6)]),
+    # caches small against the prompts, so that every example evicts (300 blocks, or
+    # 300-token prompts, left some examples that never did)
+    blocks=st.sampled_from([90, 160]),
+    prefix=st.sampled_from([(800, 3), (1200, 6)]),
     rate=st.sampled_from([4, 8]),
     seed=st.integers(0, 50),
 )
