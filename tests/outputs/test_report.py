@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import importlib
 import re
 from pathlib import Path
@@ -120,3 +121,19 @@ def test_cumulative_shares_follow_dispatch_order() -> None:
     assert times[-1] == 20.0
     assert shares["a"][-1] == pytest.approx(0.4) and shares["b"][-1] == pytest.approx(0.6)
     assert shares["a"] + shares["b"] == pytest.approx(1.0)
+
+
+def test_a_scenario_report_says_what_the_console_notes_say(tmp_path: Path) -> None:
+    """The router note (least_kv's blind spot) under the title, as the console table prints it."""
+    from simsched.config.loading import validate
+    from simsched.outputs.cluster_table import table_notes
+
+    tenant = {"id": "a", "arrivals": {"kind": "periodic", "interval_ms": 50, "count": 4},
+              "prefill_tokens": 200, "decode_tokens": 20}  # fmt: skip
+    cluster = {"service_model": "continuous_batching", "replicas": 2, "router": "least_kv"}
+    result = simulate(validate({"tenants": [tenant], "cluster": cluster}, "x.yaml"))
+    notes = table_notes(result)
+    assert any("least_kv" in note for note in notes)
+    page = (write_report(result, tmp_path / "r") / "index.html").read_text(encoding="utf-8")
+    for note in notes:
+        assert f"<p>note: {html.escape(note)}</p>" in page

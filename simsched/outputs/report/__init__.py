@@ -106,7 +106,8 @@ def scenario_report(data: ScenarioData, folder: Path) -> None:
     tables = [*per_tenant_tables(data.tenants), *utilisation_tables(data.utilisation)]
     if shed is None:  # no empty plot: a sentence says it
         tables.append(("No request was shed", pd.DataFrame()))
-    write_index(folder, data.title, plots, tables, description=data.description)
+    notes = [f"note: {note}" for note in data.notes]  # what the console table says under it
+    write_index(folder, data.title, plots, tables, description=data.description, lines=notes)
 
 
 def sweep_targets(table: pd.DataFrame, slos: list[str], label: str) -> list[Target]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ import pandas as pd
 
 from simsched.config.loading import resolve_variants
 from simsched.errors import InputError
+from simsched.outputs.cluster_table import table_notes
 from simsched.outputs.files import REQUESTS_FILE, SUMMARY_FILE, TENANTS_FILE, TIMELINE_FILE
 from simsched.outputs.sweep_table import first_csv_row
 from simsched.results.frames import SimulationResult
@@ -31,6 +32,8 @@ class ScenarioData:
     tpot_slo_ms: dict[str, dict[str, float]] | None = None  # variant -> class -> TPOT SLO
     description: str = ""  # shown under the title (a folder's summary.json has none)
     utilisation: dict[str, Any] | None = None  # summary.json's `utilisation`, where present
+    # the console table's notes (router, skew, no backlog); a results folder's report has none
+    notes: list[str] = field(default_factory=list)
 
 
 def result_data(result: SimulationResult) -> ScenarioData:
@@ -47,6 +50,7 @@ def result_data(result: SimulationResult) -> ScenarioData:
         tpot,
         result.scenario.description,
         result.utilisation,
+        table_notes(result),
     )
 
 
