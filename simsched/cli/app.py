@@ -220,10 +220,20 @@ def main() -> None:
         typer.echo(_one_line(str(exc)), err=True)
         sys.exit(2)
     except Terminated:
-        typer.echo("simsched: interrupted (SIGTERM)", err=True)
-        sys.exit(128 + signal.SIGTERM)
+        _interrupted()
+    except Exception:
+        # the signal's exception raised inside a library that wraps what it catches (pydantic
+        # building a validator turns it into a SchemaError): still the signal, not a bug
+        if not Terminated.signalled:
+            raise
+        _interrupted()
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted() -> None:
+    typer.echo("simsched: interrupted (SIGTERM)", err=True)
+    sys.exit(128 + signal.SIGTERM)
 
 
 class Terminated(BaseException):
@@ -231,9 +241,12 @@ class Terminated(BaseException):
     are removed and sweep workers stopped on the way out. A BaseException, as KeyboardInterrupt
     is, so that no `except Exception` takes it for a failed point."""
 
+    signalled = False  # set once the signal came: whatever fails after it failed because of it
+
 
 def _terminate(signum: int, frame: object) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    Terminated.signalled = True
     raise Terminated()
 
 

@@ -115,3 +115,40 @@ def test_sigterm_stops_sweep_workers(tmp_path: Path) -> None:
         time.sleep(0.1)
     assert not [pid for pid in workers if _alive(pid)]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_inside_a_library_that_wraps_it_is_still_an_interruption(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The signal landed while pydantic built a validator, which turned the handler's exception
+    into a SchemaError: exit 143 and one line, as for any SIGTERM, not a traceback."""
+    from simsched.cli import app as cli
+
+    def run() -> None:
+        try:
+            cli._terminate(signal.SIGTERM, None)
+        except BaseException as exc:
+            raise ValueError("Error building validator") from exc
+
+    monkeypatch.setattr(cli, "app", run)
+    monkeypatch.setattr(cli.Terminated, "signalled", False)
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert exit_info.value.code == 128 + signal.SIGTERM
+    assert capsys.readouterr().err.strip() == "simsched: interrupted (SIGTERM)"
+
+
+def test_an_error_with_no_signal_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simsched.cli import app as cli
+
+    def run() -> None:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(cli, "app", run)
+    monkeypatch.setattr(cli.Terminated, "signalled", False)
+    with pytest.raises(ValueError, match="a bug"):
+        cli.main()
