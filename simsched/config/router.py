@@ -96,8 +96,19 @@ def llm_d_profile(prefix_caching: bool) -> WeightedRouter:
 
 
 def router_warning(cluster: Any) -> str | None:
-    """A note on the cluster's router, when it is one the docs warn about; else None."""
+    """A note on the cluster's router, when it is one the docs warn about; else None. Weighted
+    scorers with no `queue_depth` share least_kv's blind spot: none of them counts a waiting
+    request (KV blocks are taken when a request starts; a prefix is cached once computed)."""
     router = getattr(cluster, "router", None)
+    if isinstance(router, WeightedRouter):
+        names = [scorer.name for scorer in router.scorers]
+        if "queue_depth" in names:
+            return None
+        return (
+            f"cluster.router scorers ({', '.join(names)}): none counts waiting requests (no "
+            "queue_depth), so it can keep feeding a replica with a long queue while others "
+            "idle; a capacity answer can depend on it (add queue_depth, or use the default llm_d)"
+        )
     if not isinstance(router, str) or router not in WARNED_ROUTERS:
         return None
     return f"cluster.router={router}: {WARNED_ROUTERS[router]}"

@@ -62,6 +62,11 @@ def test_only_the_warned_router_gets_a_note() -> None:
     assert "waiting requests hold no KV blocks" in router_warning(cluster(router="least_kv"))
     for name in ("llm_d", "least_outstanding", "round_robin"):
         assert router_warning(cluster(router=name)) is None
+    # weighted scorers: warned when none counts waiting requests, whatever the names
+    blind = cluster(router={"scorers": [{"name": "kv_utilization", "weight": 1}]})
+    assert "none counts waiting requests (no queue_depth)" in router_warning(blind)
+    seeing = {"scorers": [{"name": "kv_utilization", "weight": 1}, {"name": "queue_depth"}]}
+    assert router_warning(cluster(router=seeing)) is None
     assert router_warning(validate({"tenants": [{"id": "a", "arrivals": {
         "kind": "periodic", "interval_ms": 1, "count": 1}, "prefill_tokens": 1,
         "decode_tokens": 1}]}, "t.yaml").cluster) is None  # fmt: skip
