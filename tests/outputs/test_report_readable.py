@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from simsched.config.loading import load_scenario
-from simsched.outputs.report import page, plan_plots, scenario_plots, sweep_plots
+from simsched.outputs.report import plan_plots, scenario_plots
 from simsched.outputs.report.data import ScenarioData, result_data
 from simsched.outputs.report.tables import per_tenant_tables
 from simsched.results.metric_ranges import valid_range
@@ -21,24 +21,6 @@ from simsched.results.simulate import simulate
 
 REPO = Path(__file__).resolve().parents[2]
 report_module = importlib.import_module("simsched.outputs.report")
-
-
-@pytest.fixture
-def figures(monkeypatch: pytest.MonkeyPatch) -> dict:
-    """Every figure the report saves, by file name (saving draws it: tick labels exist)."""
-    seen: dict = {}
-    real = page.save
-
-    def keep(fig, folder, file, title, caption):
-        seen[file] = fig
-        return real(fig, folder, file, title, caption)
-
-    for module in (page, scenario_plots, sweep_plots, plan_plots):
-        monkeypatch.setattr(module, "save", keep, raising=False)
-    from simsched.outputs.report import cache_plots
-
-    monkeypatch.setattr(cache_plots, "save", keep)
-    return seen
 
 
 def texts(fig) -> list[str]:

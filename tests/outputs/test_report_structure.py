@@ -18,21 +18,6 @@ REPO = Path(__file__).resolve().parents[2]
 report_module = importlib.import_module("simsched.outputs.report")
 
 
-@pytest.fixture
-def figures(monkeypatch: pytest.MonkeyPatch) -> dict:
-    """Every figure a plot function saves, by file name."""
-    seen: dict = {}
-    real = page.save
-
-    def keep(fig, folder, file, title, caption):
-        seen[file] = fig
-        return real(fig, folder, file, title, caption)
-
-    for module in (page, scenario_plots, sweep_plots, plan_plots):
-        monkeypatch.setattr(module, "save", keep, raising=False)
-    return seen
-
-
 def test_scenario_plots_wrap_share_and_use_log_scales(figures: dict, tmp_path: Path) -> None:
     scenario = load_scenario(REPO / "scenarios" / "noisy_neighbor_batching.yaml")
     names = [name for name, _ in resolve_variants(scenario)][:5]
