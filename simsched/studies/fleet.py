@@ -50,6 +50,7 @@ class FleetPlan:
     headroom: Any = None  # headroom.Headroom of the answer, unless turned off
     model_error: list[Any] = field(default_factory=list)  # uncertainty.Shifted, -P% and +P%
     utilisation: dict[str, Any] | None = None  # at the answer, the scenario's seed
+    choice: dict[str, Any] | None = None  # runner-up and near-ties (uncertainty.py), cost only
 
     def __repr__(self) -> str:
         """A short summary (the dataclass's would print every probe)."""
@@ -118,6 +119,8 @@ class FleetPlan:
             extra["model_error"] = [m.to_json_dict() for m in self.model_error]
         if self.utilisation is not None:
             extra["utilisation"] = self.utilisation
+        if self.choice is not None:
+            extra |= self.choice
         return ({"scenario": self.scenario} if self.scenario else {}) | document | extra
 
     def to_frame(self):

@@ -72,6 +72,7 @@ from simsched.studies.uncertainty import (
     check_uncertainty,
     model_error_note,
     moved_efficiency,
+    runner_up_document,
     runner_up_notes,
     shifted,
 )
@@ -172,6 +173,7 @@ def plan(
     if prices:
         fleet.notes.append(f"prices per GPU-hour: {', '.join(prices.values())}")
     fleet.notes += runner_up_notes(fleet, tie_margin)
+    fleet.choice = runner_up_document(fleet, tie_margin)
     if fleet.headroom is not None:
         fleet.notes.append(fleet.headroom.text)
     elif no_headroom:

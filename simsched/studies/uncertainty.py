@@ -40,6 +40,30 @@ def gap(best: PlanResult, other: PlanResult) -> float | None:
     return other.cost_per_hour / best.cost_per_hour - 1
 
 
+def runner_up_document(fleet: FleetPlan, margin: float) -> dict[str, Any] | None:
+    """The runner-up and near-ties as JSON for `--minimize cost` (the notes in words): scripts
+    that read `--format json` get them without parsing notes."""
+    if fleet.minimize != "cost" or fleet.best is None:
+        return None
+    other = runner_up(fleet)
+    others = [p for p in fleet.plans if p.answer is not None and p is not fleet.best]
+    ties = [p for p in others if (share := gap(fleet.best, p)) is not None and share <= margin]
+    return {
+        "runner_up": None if other is None else _option_document(fleet, other),
+        "tie_margin": margin,
+        "near_ties": [_option_document(fleet, p) for p in ties],
+    }
+
+
+def _option_document(fleet: FleetPlan, plan: PlanResult) -> dict[str, Any]:
+    return {
+        "over": dict(plan.combo),
+        "answer": plan.answer,
+        "cost_per_hour": plan.cost_per_hour,
+        "gap": gap(fleet.best, plan),  # the extra cost as a share of the answer's
+    }
+
+
 def runner_up_notes(fleet: FleetPlan, margin: float) -> list[str]:
     """The runner-up and its gap, for `--minimize cost`; a near-tie when within `margin`."""
     if fleet.minimize != "cost" or fleet.best is None:

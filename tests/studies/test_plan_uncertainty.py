@@ -13,7 +13,11 @@ from simsched.errors import InputError
 from simsched.studies.bisection import PlanResult
 from simsched.studies.fleet import FleetPlan
 from simsched.studies.plan import plan
-from simsched.studies.uncertainty import CALIBRATION_MEDIAN_ERROR, runner_up_notes
+from simsched.studies.uncertainty import (
+    CALIBRATION_MEDIAN_ERROR,
+    runner_up_document,
+    runner_up_notes,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,6 +64,22 @@ def test_a_clear_answer_names_its_runner_up_without_a_tie() -> None:
     ]
     alone = fleet_of({"a100-80gb": 13.50, "h100-80gb": None})
     assert runner_up_notes(alone, CALIBRATION_MEDIAN_ERROR)[0].startswith("runner-up: none")
+
+
+def test_the_json_carries_the_runner_up_and_near_ties_the_notes_state() -> None:
+    fleet = fleet_of({"a100-80gb": 13.50, "h100-80gb": 14.00, "h200": 20.00})
+    fleet.choice = runner_up_document(fleet, CALIBRATION_MEDIAN_ERROR)
+    document = fleet.to_json_dict()
+    h100 = {"over": {"cluster.gpu": "h100-80gb"}, "answer": 2, "cost_per_hour": 14.00}
+    assert document["runner_up"] == h100 | {"gap": pytest.approx(14.00 / 13.50 - 1)}
+    assert document["near_ties"] == [document["runner_up"]]  # 3.7% within 5.8%; h200 48% not
+    assert document["tie_margin"] == CALIBRATION_MEDIAN_ERROR
+    alone = fleet_of({"a100-80gb": 13.50, "h100-80gb": None})
+    assert runner_up_document(alone, CALIBRATION_MEDIAN_ERROR) == {
+        "runner_up": None, "tie_margin": CALIBRATION_MEDIAN_ERROR, "near_ties": []
+    }  # fmt: skip
+    fleet.minimize = "value"
+    assert runner_up_document(fleet, CALIBRATION_MEDIAN_ERROR) is None  # cost plans only
 
 
 def counting_scenario(tmp_path: Path) -> Path:
