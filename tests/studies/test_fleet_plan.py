@@ -9,14 +9,12 @@ of the admitted requests.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from simsched.cli.app import main
 from simsched.cli.studies import register
 from simsched.config.loading import load_scenario
 from simsched.config.prices import GPU_PRICES_PER_HOUR
@@ -154,20 +152,17 @@ def test_plan_on_dask_gives_the_serial_answer() -> None:
     assert len(remote.probes) >= len(serial.probes) - 1  # two at a time: maybe one more probe
 
 
-def refused(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args) -> str:
+def refused(simsched_cli, *args) -> str:
     """`simsched plan ARGS` through the console script's function: exit 2 and one line."""
-    monkeypatch.setattr(sys, "argv", ["simsched", "plan", *map(str, args)])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    captured = capsys.readouterr()
-    assert exit_info.value.code == 2, captured
-    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err, captured
-    return captured.err
+    run = simsched_cli("plan", *args)
+    assert run.code == 2, run
+    assert run.err.count("\n") == 1 and "Traceback" not in run.err, run
+    return run.err
 
 
-def test_a_class_slo_on_an_empty_class_is_an_input_error(monkeypatch, capsys) -> None:
+def test_a_class_slo_on_an_empty_class_is_an_input_error(simsched_cli) -> None:
     noisy = REPO / "scenarios" / "noisy_neighbor.yaml"
-    err = refused(monkeypatch, capsys, noisy, "--vary", "cluster.total_kv_blocks", "--range",
+    err = refused(simsched_cli, noisy, "--vary", "cluster.total_kv_blocks", "--range",
                   "1600:3200", "--step", "800", "--slo", "batch.p99_ttft_ms<=100000",
                   "--set", "tenants.tenant_batch_rag.priority=interactive")  # fmt: skip
     assert "no tenant of the judged variant is in the batch class" in err
@@ -207,12 +202,12 @@ def test_the_scenario_gpu_price_survives_over_gpu() -> None:
     assert [p.cost_per_hour for p in priced.plans][0] == 18
 
 
-def test_over_values_the_scenario_rejects(monkeypatch, capsys) -> None:
+def test_over_values_the_scenario_rejects(simsched_cli) -> None:
     args = [SCENARIO, "--vary", "cluster.replicas", "--range", "2:2", "--slo", "all.shed_rate<=1"]
     args += [x for s in SHORT for x in ("--set", s)]
-    err = refused(monkeypatch, capsys, *args, "--over", "cluster.gpu=a100-80gb,nope")
+    err = refused(simsched_cli, *args, "--over", "cluster.gpu=a100-80gb,nope")
     assert err.startswith(f"{SCENARIO}: --over cluster.gpu=nope: cluster.gpu: unknown gpu preset")
-    err = refused(monkeypatch, capsys, *args, "--over", "cluster.nope=1,2")
+    err = refused(simsched_cli, *args, "--over", "cluster.nope=1,2")
     assert err.count("--over cluster.nope=1") == 1  # named once
     # a 70B model fits an H200 alone, an A100 only with tp 2: one combination is invalid
     big = ["cluster.gpu=h200", "cluster.model=llama-3-70b", "cluster.gpu_memory_utilization=1"]
@@ -226,11 +221,11 @@ def test_over_values_the_scenario_rejects(monkeypatch, capsys) -> None:
     assert row.split()[:2] == ["a100-80gb", "1"] and "'llama-3-70b' does not fit" in row
 
 
-def test_over_conflicting_with_other_flags_is_refused(monkeypatch, capsys) -> None:
+def test_over_conflicting_with_other_flags_is_refused(simsched_cli) -> None:
     args = [SCENARIO, "--vary", "cluster.replicas", "--range", "2:3", "--slo", "all.shed_rate<=1"]
-    err = refused(monkeypatch, capsys, *args, "--over", "cluster.replicas=1,2")
+    err = refused(simsched_cli, *args, "--over", "cluster.replicas=1,2")
     assert "--over cluster.replicas: --vary already varies cluster.replicas" in err
-    err = refused(monkeypatch, capsys, *args, "--over", "seed=1,2", "--seeds", "2")
+    err = refused(simsched_cli, *args, "--over", "seed=1,2", "--seeds", "2")
     assert "--over seed: --seeds 2 already runs seeds" in err
 
 

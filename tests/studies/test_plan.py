@@ -9,14 +9,12 @@ candidate value.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from simsched.cli.app import main
 from simsched.cli.studies import register
 from simsched.config.loading import load_scenario
 from simsched.errors import InputError
@@ -126,16 +124,13 @@ def test_bad_plans_are_input_errors(knob, range_, slo, step, expected: str) -> N
     ],
 )
 def test_a_probe_the_scenario_cannot_run_is_a_one_line_input_error(
-    knob, range_, words, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    knob, range_, words, simsched_cli
 ) -> None:
     # Values that load but fail while running (a request budget, the clock bound): exit 2
     # naming the probe's value, not a RuntimeError traceback.
     args = ["plan", str(SCENARIO), "--vary", knob, "--range", range_, "--slo", "all.shed<=100"]
-    monkeypatch.setattr(sys, "argv", ["simsched", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2, err
+    code, _, err = simsched_cli(*args)
+    assert code == 2, err
     assert len(err.strip().splitlines()) == 1, err
     assert f"the probe at --vary {knob}" in err, err
     for word in words:
