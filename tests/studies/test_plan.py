@@ -41,7 +41,7 @@ def test_smallest_kv_that_sheds_no_batch_request_matches_brute_force() -> None:
     knob, values = "cluster.total_kv_blocks", list(range(1600, 8001, 400))
     expected = next(v for v in values if batch_sheds(f"{knob}={v}") == 0)
     result = plan(SCENARIO, knob, "1600:8000", ["tenant_batch_rag.shed<=0"], step=400,
-                  overrides=NO_QUOTA)  # fmt: skip
+                  overrides=NO_QUOTA, headroom=False)  # fmt: skip
     assert result.answer == expected and result.variant == VARIANT  # the last by default
     assert len(result.probes) < len(values)  # bisection, not a scan
     probed = {p.value: p.met for p in result.probes}
@@ -55,14 +55,14 @@ def test_largest_batch_burst_without_shedding_matches_brute_force() -> None:
     knob, values = "tenants.tenant_batch_rag.arrivals.count", list(range(1, 13))
     expected = [v for v in values if batch_sheds(f"{knob}={v}") == 0][-1]
     result = plan(SCENARIO, knob, "1:12", ["tenant_batch_rag.shed<=0"], maximize=True,
-                  overrides=NO_QUOTA)  # fmt: skip
+                  overrides=NO_QUOTA, headroom=False)  # fmt: skip
     assert result.answer == expected
     assert {p.value: p.met for p in result.probes}[expected + 1] is False
 
 
 def test_no_value_in_range_meets_the_slos() -> None:
     slos = ["tenant_batch_rag.shed<=0", "all.p99_ttft_ms<100"]
-    result = plan(SCENARIO, "cluster.total_kv_blocks", "1600:2000", slos, step=200)
+    result = plan(SCENARIO, "cluster.total_kv_blocks", "1600:2000", slos, step=200, headroom=False)
     assert result.answer is None
     assert [p.value for p in result.probes] == [2000]  # the most capacity already fails
     assert result.message.startswith("no value of cluster.total_kv_blocks in 1600..2000 meets")
