@@ -18,8 +18,6 @@ from typing import Any
 import pytest
 import yaml
 
-from simsched.cli.app import main
-
 REPO = Path(__file__).resolve().parents[2]
 BASE = yaml.safe_load((REPO / "scenarios" / "noisy_neighbor.yaml").read_text(encoding="utf-8"))
 HEADER = "request_id,tenant_id,arrival_ms,prefill_tokens,decode_tokens\n"
@@ -350,17 +348,6 @@ CASES = {
 }
 
 
-def run_main(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
-) -> tuple[int | str | None, str, str]:
-    """`simsched ARGS` in-process: (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["simsched", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
-
-
 def write_case(case: Case, folder: Path) -> None:
     if case.setup is not None:
         case.setup(folder)
@@ -401,13 +388,13 @@ def test_bad_input_exits_2_with_one_line(
     command: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    simsched_cli,
 ) -> None:
     write_case(case, tmp_path)
     monkeypatch.chdir(tmp_path)  # messages show the file as the user typed it: x.yaml
     before = set(tmp_path.iterdir())
     out_args = ("--out", "out") if command == "scenario" else ()
-    code, out, err = run_main(monkeypatch, capsys, command, "x.yaml", *case.args, *out_args)
+    code, out, err = simsched_cli(command, "x.yaml", *case.args, *out_args)
     assert code == 2
     assert out == ""
     assert_one_line(err, case)
@@ -415,12 +402,12 @@ def test_bad_input_exits_2_with_one_line(
 
 
 def test_a_good_trace_scenario_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simsched_cli
 ) -> None:
     # the control for the trace cases above: the same setup with a good trace succeeds
     write_case(trace_case(GOOD_ROWS, ""), tmp_path)
     monkeypatch.chdir(tmp_path)
-    code, out, err = run_main(monkeypatch, capsys, "scenario", "x.yaml", "--out", "out")
+    code, out, err = simsched_cli("scenario", "x.yaml", "--out", "out")
     assert (code, err) == (0, "")
     assert "tenant_chat_pro" in out
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
@@ -431,13 +418,11 @@ def test_a_good_trace_scenario_runs(
     ]
 
 
-def test_out_that_is_a_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_out_that_is_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, simsched_cli) -> None:
     (tmp_path / "notes.txt").write_text("keep me\n")
     monkeypatch.chdir(tmp_path)
     scenario = str(REPO / "scenarios" / "noisy_neighbor.yaml")
-    code, _, err = run_main(monkeypatch, capsys, "scenario", scenario, "--out", "notes.txt")
+    code, _, err = simsched_cli("scenario", scenario, "--out", "notes.txt")
     assert code == 2
     assert err == "notes.txt: --out: exists and is not a folder\n"
     assert (tmp_path / "notes.txt").read_text() == "keep me\n"
@@ -458,10 +443,9 @@ def test_out_that_is_a_file(
 def test_usage_errors_exit_2_without_a_traceback(
     args: tuple[str, ...],
     message: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    simsched_cli,
 ) -> None:
-    code, out, err = run_main(monkeypatch, capsys, *args)
+    code, out, err = simsched_cli(*args)
     assert code == 2
     assert message in err
     assert "Traceback" not in err + out

@@ -13,14 +13,12 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simsched.cli.app import main
 from simsched.config.loading import load_scenario
 from simsched.errors import InputError
 
@@ -83,14 +81,11 @@ def _files(folder: Path) -> dict[str, tuple[bytes, int]]:
     }
 
 
-def refused(monkeypatch, capsys, folder: Path, *args: str) -> str:
+def refused(simsched_cli, folder: Path, *args: str) -> str:
     """Run the command; it must exit 2 with one line, touching no file; the line."""
     before = _files(folder)
-    monkeypatch.setattr(sys, "argv", ["simsched", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2, err
+    code, _, err = simsched_cli(*args)
+    assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert _files(folder) == before
     return err
@@ -114,9 +109,9 @@ HF_CASES = [
 
 
 @pytest.mark.parametrize(("changes", "words"), HF_CASES)
-def test_a_bad_hf_config_field_is_named(folder, monkeypatch, capsys, changes, words) -> None:
+def test_a_bad_hf_config_field_is_named(folder, changes, words, simsched_cli) -> None:
     _config(folder, changes)
-    err = refused(monkeypatch, capsys, folder, "validate", "s.yaml")
+    err = refused(simsched_cli, folder, "validate", "s.yaml")
     assert err.startswith("s.yaml: cluster.model: ") and "m/config.json" in err, err
     for word in words:
         assert word in err, err
@@ -130,13 +125,11 @@ def test_a_bad_hf_config_field_is_named(folder, monkeypatch, capsys, changes, wo
         ("m/config.json", json.dumps({**SHAPE, "pad": "x" * 2**20}), ["too large"]),
     ],
 )
-def test_an_hf_config_that_is_no_config_is_refused(
-    folder, monkeypatch, capsys, path, raw, words
-) -> None:
+def test_an_hf_config_that_is_no_config_is_refused(folder, path, raw, words, simsched_cli) -> None:
     if raw is not None:
         _config(folder, {}, raw)
     (folder / "s.yaml").write_text(SCENARIO.replace("m/config.json", path), encoding="utf-8")
-    err = refused(monkeypatch, capsys, folder, "validate", "s.yaml")
+    err = refused(simsched_cli, folder, "validate", "s.yaml")
     assert "cluster.model" in err and all(word in err for word in words), err
 
 
@@ -181,25 +174,25 @@ CALIBRATION_CASES = [
 
 
 @pytest.mark.parametrize(("old", "new", "words"), CALIBRATION_CASES)
-def test_a_bad_calibration_field_is_named(folder, monkeypatch, capsys, old, new, words) -> None:
+def test_a_bad_calibration_field_is_named(folder, old, new, words, simsched_cli) -> None:
     (folder / "cal.yaml").write_text(CALIBRATION.replace(old, new), encoding="utf-8")
-    err = refused(monkeypatch, capsys, folder, "calibrate", "cal.yaml")
+    err = refused(simsched_cli, folder, "calibrate", "cal.yaml")
     assert err.startswith("cal.yaml: "), err
     assert all(word in err for word in words), err
 
 
-def test_a_calibration_alias_bomb_is_refused(folder, monkeypatch, capsys) -> None:
+def test_a_calibration_alias_bomb_is_refused(folder, simsched_cli) -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
     (folder / "cal.yaml").write_text("\n".join(lines) + "\n" + CALIBRATION, encoding="utf-8")
-    err = refused(monkeypatch, capsys, folder, "calibrate", "cal.yaml")
+    err = refused(simsched_cli, folder, "calibrate", "cal.yaml")
     assert err.startswith("cal.yaml: line") and "alias" in err, err
 
 
-def test_a_calibration_file_too_large_is_refused_unread(folder, monkeypatch, capsys) -> None:
+def test_a_calibration_file_too_large_is_refused_unread(folder, simsched_cli) -> None:
     with open(folder / "cal.yaml", "ab") as handle:  # sparse: nothing is written to disk
         handle.truncate(17 * 1024**2)
-    err = refused(monkeypatch, capsys, folder, "calibrate", "cal.yaml")
+    err = refused(simsched_cli, folder, "calibrate", "cal.yaml")
     assert "cal.yaml" in err and "too large" in err, err
 
 
@@ -212,11 +205,11 @@ def test_a_calibration_file_too_large_is_refused_unread(folder, monkeypatch, cap
         ("[" * 100_000 + "]" * 100_000, ["not a vLLM result"]),
     ],
 )
-def test_a_vllm_result_that_is_not_finite_is_refused(folder, monkeypatch, capsys, body, words):
+def test_a_vllm_result_that_is_not_finite_is_refused(folder, body, words, simsched_cli):
     (folder / "v.json").write_text(body, encoding="utf-8")
     text = CALIBRATION.replace("measured: 40", "vllm_result: v.json")
     (folder / "cal.yaml").write_text(text, encoding="utf-8")
-    err = refused(monkeypatch, capsys, folder, "calibrate", "cal.yaml")
+    err = refused(simsched_cli, folder, "calibrate", "cal.yaml")
     assert err.startswith("cal.yaml: cases[0].vllm_result: v.json"), err
     assert all(word in err for word in words), err
 
@@ -261,13 +254,13 @@ def test_calibration_numbers_are_strict(folder, field, value) -> None:
     ],
 )  # fmt: skip
 def test_trace_times_beyond_the_clock_are_refused(
-    folder, monkeypatch, capsys, format, name, body, column
+    folder, format, name, body, column, simsched_cli
 ) -> None:
     (folder / name).write_text(body, encoding="utf-8")
     trace = f"    trace: {{path: {name}, format: {format}}}\n"
     text = SCENARIO.split("    arrivals:")[0] + trace
     (folder / "s.yaml").write_text(text, encoding="utf-8")
-    err = refused(monkeypatch, capsys, folder, "validate", "s.yaml")
+    err = refused(simsched_cli, folder, "validate", "s.yaml")
     assert err.startswith(f"{name} line") and column in err and "1e+15 ms" in err, err
 
 
@@ -299,8 +292,8 @@ def test_any_burstgpt_time_beyond_the_clock_is_refused(folder, seconds) -> None:
          ["--report", "255 bytes"]),
     ],
 )  # fmt: skip
-def test_plan_flags_beyond_a_float_are_input_errors(folder, monkeypatch, capsys, args, words):
-    err = refused(monkeypatch, capsys, folder, "plan", "s.yaml", *args, *SLO)
+def test_plan_flags_beyond_a_float_are_input_errors(folder, args, words, simsched_cli):
+    err = refused(simsched_cli, folder, "plan", "s.yaml", *args, *SLO)
     assert all(word in err for word in words), err
 
 
@@ -334,19 +327,19 @@ SWEEP_OUT = ("--out", "x.csv")
          ["200 combinations x 19 probes x 900 seeds = 3,420,000 runs", "max_study_runs"]),
     ],
 )  # fmt: skip
-def test_a_study_too_large_is_refused_at_once(folder, monkeypatch, capsys, args, words) -> None:
-    err = refused(monkeypatch, capsys, folder, *args)
+def test_a_study_too_large_is_refused_at_once(folder, args, words, simsched_cli) -> None:
+    err = refused(simsched_cli, folder, *args)
     assert err.startswith("s.yaml: "), err
     assert all(word in err for word in words) and "--set limits." in err, err
 
 
-def test_a_raised_limit_lets_the_study_through_to_the_next_check(folder, monkeypatch, capsys):
+def test_a_raised_limit_lets_the_study_through_to_the_next_check(folder, simsched_cli):
     # 2,000 seeds pass once max_seeds is raised; 10 combinations x (2 + log2 of 100,000 = 19
     # probes) x 2,000 seeds are 380,000 runs, beyond max_study_runs (10,000)
     args = ("plan", "s.yaml", "--vary", "cluster.replicas", "--range", "1:100000", *SLO,
             "--seeds", "2000", "--set", "limits.max_seeds=2000",
             "--over", f"cluster.max_num_seqs={_values(10)}")  # fmt: skip
-    err = refused(monkeypatch, capsys, folder, *args)
+    err = refused(simsched_cli, folder, *args)
     assert "max_study_runs" in err and "= 380,000" in err, err
 
 
@@ -365,18 +358,18 @@ def test_a_probe_estimate_is_a_bisections(folder) -> None:
     assert [probes_per_search(n) for n in (1, 2, 3, 1024, 1025)] == [1, 2, 3, 12, 13]
 
 
-def test_validate_bounds_a_huge_literal_list_before_parsing(folder, monkeypatch, capsys) -> None:
+def test_validate_bounds_a_huge_literal_list_before_parsing(folder, simsched_cli) -> None:
     # 300,000 values under an unknown key: refused from the text, before PyYAML sees it
     text = SCENARIO + "junk: [" + ",".join(["1"] * 300_000) + "]\n"
     (folder / "s.yaml").write_text(text, encoding="utf-8")
     for command in ("validate", "scenario"):
-        err = refused(monkeypatch, capsys, folder, command, "s.yaml")
+        err = refused(simsched_cli, folder, command, "s.yaml")
         assert err.startswith("s.yaml: ") and "250,000" in err, err
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-def test_a_fifo_as_hf_config_is_refused_unread(folder, monkeypatch, capsys) -> None:
+def test_a_fifo_as_hf_config_is_refused_unread(folder, simsched_cli) -> None:
     os.mkfifo(folder / "m" / "fifo.json")
     (folder / "s.yaml").write_text(SCENARIO.replace("config.json", "fifo.json"), encoding="utf-8")
-    err = refused(monkeypatch, capsys, folder, "validate", "s.yaml")
+    err = refused(simsched_cli, folder, "validate", "s.yaml")
     assert "fifo.json" in err and "not a regular file" in err, err

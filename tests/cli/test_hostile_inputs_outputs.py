@@ -12,13 +12,10 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from simsched.cli.app import main
 
 CONFIG = {"hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2,
           "num_hidden_layers": 2, "intermediate_size": 1024, "vocab_size": 1000}  # fmt: skip
@@ -98,26 +95,19 @@ def _cases():
                 yield pytest.param(output, args, source, kind, id=f"{writer}-{source}-{kind}")
 
 
-def run(monkeypatch: pytest.MonkeyPatch, capsys, args: tuple[str, ...]) -> tuple[object, str]:
-    monkeypatch.setattr(sys, "argv", ["simsched", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    return exit_info.value.code, capsys.readouterr().err
-
-
 def _state(path: Path) -> tuple[bytes, int]:
     return path.read_bytes(), path.stat().st_mtime_ns
 
 
 @pytest.mark.parametrize(("output", "args", "source", "kind"), list(_cases()))
 def test_no_writer_overwrites_an_input_through_a_link(
-    folder: Path, no_simulation, monkeypatch, capsys, output, args, source, kind
+    folder: Path, no_simulation, output, args, source, kind, simsched_cli
 ) -> None:
     target = folder / output
     target.parent.mkdir(parents=True, exist_ok=True)
     _link(kind)(folder / source, target)
     before = {name: _state(folder / name) for name in CALIBRATION_INPUTS}
-    code, err = run(monkeypatch, capsys, args)
+    code, _, err = simsched_cli(*args)
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert output in err and "is the input" in err and Path(source).name in err, err
@@ -125,7 +115,7 @@ def test_no_writer_overwrites_an_input_through_a_link(
 
 
 def test_an_output_that_is_the_input_by_name_is_refused(
-    folder: Path, no_simulation, monkeypatch, capsys
+    folder: Path, no_simulation, simsched_cli
 ) -> None:
     """The issue's reproductions, by the same path: the calibration file as its own --out, the
     scenario as the report's index.html, the hf_config as summary.json."""
@@ -143,15 +133,13 @@ def test_an_output_that_is_the_input_by_name_is_refused(
     (folder / "m" / "summary.json").symlink_to("config.json")
     for args, source in cases:
         before = _state(folder / source)
-        code, err = run(monkeypatch, capsys, args)
+        code, _, err = simsched_cli(*args)
         assert code == 2 and "is the input" in err, err
         assert _state(folder / source) == before
 
 
 @pytest.mark.parametrize("kind", ["symlink", "hardlink"])
-def test_report_does_not_overwrite_the_results_it_reads(
-    folder: Path, monkeypatch, capsys, kind
-) -> None:
+def test_report_does_not_overwrite_the_results_it_reads(folder: Path, kind, simsched_cli) -> None:
     for report, source in (("rep", "t.csv"), ("rep2", "results/requests.csv")):
         (folder / report).mkdir()
         _link(kind)(folder / source, folder / report / "index.html")
@@ -160,27 +148,25 @@ def test_report_does_not_overwrite_the_results_it_reads(
         (("report", "results", "--out", "rep2"), "rep2/index.html"),
     ):
         before = _state(folder / "t.csv"), _state(folder / "results" / "requests.csv")
-        code, err = run(monkeypatch, capsys, args)
+        code, _, err = simsched_cli(*args)
         assert code == 2 and output in err and "is the input" in err, err
         assert (_state(folder / "t.csv"), _state(folder / "results" / "requests.csv")) == before
 
 
-def test_every_file_a_report_writes_is_declared(folder: Path) -> None:
+def test_every_file_a_report_writes_is_declared(noisy_neighbor_report) -> None:
     """The names checked before a run are the names a report can write: a report of a run that
-    has every plot (a timeline, shedding) writes only declared files."""
-    from simsched.config.loading import load_scenario
-    from simsched.outputs.report import write_report
+    has every scenario plot but the prefix cache's (a timeline, shedding) writes only declared
+    files."""
     from simsched.outputs.report_files import SCENARIO_REPORT_FILES
-    from simsched.results.simulate import simulate
 
-    result = simulate(load_scenario(folder / "s.yaml"))
-    written = {p.name for p in write_report(result, folder / "rep").iterdir()}
-    assert "index.html" in written and written <= set(SCENARIO_REPORT_FILES)
+    written = {p.name for p in noisy_neighbor_report.folder.iterdir()}
+    assert {"index.html", "kv_occupancy.png", "shed_reasons.png"} <= written
+    assert written <= set(SCENARIO_REPORT_FILES)
 
 
 @pytest.mark.parametrize("kind", ["same name", "symlink", "hardlink"])
 def test_import_does_not_overwrite_the_servegen_files_it_reads(
-    tmp_path: Path, monkeypatch, capsys, kind
+    tmp_path: Path, monkeypatch, kind, simsched_cli
 ) -> None:
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "sg"
@@ -191,8 +177,6 @@ def test_import_does_not_overwrite_the_servegen_files_it_reads(
     if kind != "same name":
         _link(kind)(source, out)
     before = _state(source)
-    code, err = run(
-        monkeypatch, capsys, ("import", "servegen", "sg", "--top", "1", "--out", str(out))
-    )
+    code, _, err = simsched_cli("import", "servegen", "sg", "--top", "1", "--out", str(out))
     assert code == 2 and "is the input" in err and "chunk-1-trace.csv" in err, err
     assert _state(source) == before

@@ -9,24 +9,13 @@ from __future__ import annotations
 
 import importlib
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-from simsched.cli.app import main
-
 REPO = Path(__file__).resolve().parents[2]
 STUDY = REPO / "scenarios" / "noisy_neighbor.yaml"
 FAST = ("--variant", "service_token_drr_with_admission")
-
-
-def run(monkeypatch, capsys, *args: str) -> tuple[object, str, str]:
-    monkeypatch.setattr(sys, "argv", ["simsched", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
 
 
 def one_line(code: object, err: str, *words: str) -> None:
@@ -56,15 +45,15 @@ def no_simulation(monkeypatch):
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
 @pytest.mark.parametrize("flag", ["--out", "--report"])
 def test_an_unwritable_folder_is_found_before_the_run(
-    monkeypatch, capsys, tmp_path, no_simulation, flag
+    monkeypatch, tmp_path, no_simulation, flag, simsched_cli
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    code, _, err = run(monkeypatch, capsys, "scenario", str(STUDY), *FAST, flag, "/proc/sim/out")
+    code, _, err = simsched_cli("scenario", str(STUDY), *FAST, flag, "/proc/sim/out")
     one_line(code, err, flag, "cannot write")
 
 
 def test_a_folder_under_a_file_is_found_before_the_run(
-    monkeypatch, capsys, tmp_path, no_simulation
+    monkeypatch, tmp_path, no_simulation, simsched_cli
 ) -> None:
     monkeypatch.chdir(tmp_path)
     Path("afile.txt").write_text("notes\n")
@@ -73,11 +62,13 @@ def test_a_folder_under_a_file_is_found_before_the_run(
         ("workload", str(STUDY), "--out", "afile.txt/x.csv"),
         ("sweep", str(STUDY), "--grid", "seed=1,2", "--out", "afile.txt/x.csv"),
     ):
-        code, _, err = run(monkeypatch, capsys, *args)
+        code, _, err = simsched_cli(*args)
         one_line(code, err, "afile.txt")
 
 
-def test_a_name_over_255_bytes_is_refused(monkeypatch, capsys, tmp_path, no_simulation) -> None:
+def test_a_name_over_255_bytes_is_refused(
+    monkeypatch, tmp_path, no_simulation, simsched_cli
+) -> None:
     monkeypatch.chdir(tmp_path)
     long = "x" * 300
     for args in (
@@ -85,21 +76,19 @@ def test_a_name_over_255_bytes_is_refused(monkeypatch, capsys, tmp_path, no_simu
         ("workload", str(STUDY), "--out", f"{long}.csv"),
         ("sweep", str(STUDY), "--grid", "seed=1,2", "--out", f"{long}.csv"),
     ):
-        code, _, err = run(monkeypatch, capsys, *args)
+        code, _, err = simsched_cli(*args)
         one_line(code, err, "255")
 
 
-def test_replacing_a_results_folder_is_all_or_nothing(monkeypatch, capsys, tmp_path) -> None:
+def test_replacing_a_results_folder_is_all_or_nothing(monkeypatch, tmp_path, simsched_cli) -> None:
     monkeypatch.chdir(tmp_path)
-    code, _, err = run(monkeypatch, capsys, "scenario", str(STUDY), *FAST, "--out", "out")
+    code, _, err = simsched_cli("scenario", str(STUDY), *FAST, "--out", "out")
     assert code in (0, None), err
     before = {p.name: p.read_bytes() for p in Path("out").iterdir()}
     Path("out/timeline.csv").unlink()
     Path("out/timeline.csv").mkdir()
     del before["timeline.csv"]
-    code, _, err = run(
-        monkeypatch, capsys, "scenario", str(STUDY), *FAST, "--set", "seed=7", "--out", "out"
-    )
+    code, _, err = simsched_cli("scenario", str(STUDY), *FAST, "--set", "seed=7", "--out", "out")
     one_line(code, err, "timeline.csv")
     after = {p.name: p.read_bytes() for p in Path("out").iterdir() if p.is_file()}
     assert after == before  # nothing replaced
@@ -107,19 +96,20 @@ def test_replacing_a_results_folder_is_all_or_nothing(monkeypatch, capsys, tmp_p
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
-def test_workload_does_not_overwrite_its_input(monkeypatch, capsys, tmp_path) -> None:
+def test_workload_does_not_overwrite_its_input(monkeypatch, tmp_path, simsched_cli) -> None:
     monkeypatch.chdir(tmp_path)
     shutil.copy(STUDY, "x.yaml")
     text = Path("x.yaml").read_bytes()
-    code, _, err = run(monkeypatch, capsys, "workload", "x.yaml", "--out", "./x.yaml")
+    code, _, err = simsched_cli("workload", "x.yaml", "--out", "./x.yaml")
     one_line(code, err, "x.yaml", "--out")
     assert Path("x.yaml").read_bytes() == text
 
 
-def test_an_empty_dask_address_is_an_error(monkeypatch, capsys, tmp_path, no_simulation) -> None:
+def test_an_empty_dask_address_is_an_error(
+    monkeypatch, tmp_path, no_simulation, simsched_cli
+) -> None:
     monkeypatch.chdir(tmp_path)
-    code, _, err = run(
-        monkeypatch, capsys, "sweep", str(STUDY), "--grid", "seed=1,2", "--dask", "",
+    code, _, err = simsched_cli("sweep", str(STUDY), "--grid", "seed=1,2", "--dask", "",
         "--out", "x.csv",
     )  # fmt: skip
     one_line(code, err, "--dask")
@@ -154,13 +144,15 @@ def test_an_empty_dask_address_is_an_error(monkeypatch, capsys, tmp_path, no_sim
         ),
     ],  # fmt: skip
 )
-def test_absurd_grids_are_refused_at_once(monkeypatch, capsys, tmp_path, no_simulation, args):
+def test_absurd_grids_are_refused_at_once(monkeypatch, tmp_path, no_simulation, args, simsched_cli):
     monkeypatch.chdir(tmp_path)
-    code, _, err = run(monkeypatch, capsys, *args)
+    code, _, err = simsched_cli(*args)
     one_line(code, err)
 
 
-def test_an_output_onto_a_fifo_is_refused(monkeypatch, capsys, tmp_path, no_simulation) -> None:
+def test_an_output_onto_a_fifo_is_refused(
+    monkeypatch, tmp_path, no_simulation, simsched_cli
+) -> None:
     import os
     import stat
 
@@ -170,7 +162,7 @@ def test_an_output_onto_a_fifo_is_refused(monkeypatch, capsys, tmp_path, no_simu
         ("workload", str(STUDY), "--out", "pipe.csv"),
         ("sweep", str(STUDY), "--grid", "seed=1,2", "--out", "pipe.csv"),
     ):
-        code, _, err = run(monkeypatch, capsys, *args)
+        code, _, err = simsched_cli(*args)
         one_line(code, err, "pipe.csv", "not a regular file")
         assert stat.S_ISFIFO(os.stat("pipe.csv").st_mode)  # never replaced by a file
 
@@ -195,13 +187,13 @@ def _reads(trace: str) -> tuple[str, str]:
     ],
 )  # fmt: skip
 def test_no_output_overwrites_a_trace_the_scenario_reads(
-    monkeypatch, capsys, tmp_path, no_simulation, trace: str, args: tuple[str, ...]
+    monkeypatch, tmp_path, no_simulation, trace: str, args: tuple[str, ...], simsched_cli
 ) -> None:
     monkeypatch.chdir(tmp_path)
     shutil.copy(STUDY, "x.yaml")
     Path("out").mkdir()
     for name in {"t.csv", trace}:
         Path(name).write_text(TRACE_ROWS)
-    code, _, err = run(monkeypatch, capsys, *args)
+    code, _, err = simsched_cli(*args)
     one_line(code, err, "--out", "is the input", trace.split("/")[-1])
     assert Path(trace).read_text() == TRACE_ROWS

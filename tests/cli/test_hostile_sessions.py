@@ -4,7 +4,6 @@ naming the file and the field, nothing written, no input touched."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +11,6 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from simsched.cli.app import main
 
 BIG_TRACE = (
     "request_id,tenant_id,arrival_ms,prefill_tokens,decode_tokens\n"
@@ -41,22 +38,14 @@ def closed_loop(**arrivals: Any) -> dict[str, Any]:
     }
 
 
-def run_main(monkeypatch, capsys, *args: str) -> tuple[Any, str, str]:
-    monkeypatch.setattr(sys, "argv", ["simsched", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
-
-
-def refused(raw: dict, folder: Path, monkeypatch, capsys, command: str) -> str:
+def refused(raw: dict, folder: Path, monkeypatch, simsched_cli, command: str) -> str:
     """Exit 2 with one line, nothing on stdout, nothing written and no input changed."""
     (folder / "x.yaml").write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     (folder / "big.csv").write_text(BIG_TRACE, encoding="utf-8")
     monkeypatch.chdir(folder)
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     out = ("--out", "out") if command == "scenario" else ()
-    code, stdout, err = run_main(monkeypatch, capsys, command, "x.yaml", *out)
+    code, stdout, err = simsched_cli(command, "x.yaml", *out)
     assert (code, stdout) == (2, "")
     assert "Traceback" not in err and err.count("\n") == 1, err
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
@@ -95,10 +84,10 @@ CASES = {
 @pytest.mark.parametrize("command", ["validate", "scenario"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_session_budgets_refuse_with_one_line(
-    name: str, command: str, tmp_path: Path, monkeypatch, capsys
+    name: str, command: str, tmp_path: Path, monkeypatch, simsched_cli
 ) -> None:
     raw, starts, pieces = CASES[name]
-    line = refused(raw, tmp_path, monkeypatch, capsys, command)
+    line = refused(raw, tmp_path, monkeypatch, simsched_cli, command)
     assert line.startswith(starts), line
     for piece in pieces:
         assert piece in line, line

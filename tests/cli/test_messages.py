@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from simsched.cli.app import main
-
 REPO = Path(__file__).resolve().parents[2]
 NOISY = str(REPO / "scenarios" / "noisy_neighbor.yaml")
-
-
-def run_main(monkeypatch, capsys, *args: str) -> tuple[int | str | None, str, str]:
-    monkeypatch.setattr(sys, "argv", ["simsched", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
 
 
 def one_line(err: str) -> str:
@@ -27,17 +16,13 @@ def one_line(err: str) -> str:
     return err.rstrip("\n")
 
 
-def test_scenario_refuses_a_set_that_a_variant_overrides(monkeypatch, capsys) -> None:
-    code, out, err = run_main(
-        monkeypatch, capsys, "scenario", NOISY, "--set", "admission.enabled=true"
-    )
+def test_scenario_refuses_a_set_that_a_variant_overrides(simsched_cli) -> None:
+    code, out, err = simsched_cli("scenario", NOISY, "--set", "admission.enabled=true")
     assert code == 2 and out == ""
     line = one_line(err)
     assert "--set admission.enabled=true: variant 'request_count_no_admission' sets" in line
     # the variant that leaves the setting alone runs
-    code, out, err = run_main(
-        monkeypatch,
-        capsys,
+    code, out, err = simsched_cli(
         "scenario",
         NOISY,
         "--set",
@@ -48,22 +33,22 @@ def test_scenario_refuses_a_set_that_a_variant_overrides(monkeypatch, capsys) ->
     assert code in (0, None), err
 
 
-def test_plan_with_no_value_meeting_the_slos_exits_3(monkeypatch, capsys) -> None:
+def test_plan_with_no_value_meeting_the_slos_exits_3(simsched_cli) -> None:
     args = ["plan", NOISY, "--vary", "cluster.total_kv_blocks", "--range", "1600:1700"]
-    code, out, _ = run_main(monkeypatch, capsys, *args, "--slo", "all.shed<=0")
+    code, out, _ = simsched_cli(*args, "--slo", "all.shed<=0")
     assert code == 3 and "no value of cluster.total_kv_blocks" in out
-    code, out, _ = run_main(monkeypatch, capsys, *args, "--slo", "all.shed<=100")
+    code, out, _ = simsched_cli(*args, "--slo", "all.shed<=100")
     assert code in (0, None)
 
 
-def test_sweep_with_failed_points_exits_3(monkeypatch, capsys, tmp_path: Path) -> None:
+def test_sweep_with_failed_points_exits_3(tmp_path: Path, simsched_cli) -> None:
     out_file = tmp_path / "s.csv"
     grid = ["--grid", "admission.interactive_kv_watermark=0.5,0.9"]
     grid += ["--grid", "admission.batch_kv_watermark=0.6"]
     common = ["sweep", NOISY, "--out", str(out_file), "--jobs", "1"]
-    code, out, _ = run_main(monkeypatch, capsys, *common, *grid)
+    code, out, _ = simsched_cli(*common, *grid)
     assert code == 3 and "1 failed" in out and out_file.is_file()
-    code, out, _ = run_main(monkeypatch, capsys, *common, "--grid", "seed=1,2")
+    code, out, _ = simsched_cli(*common, "--grid", "seed=1,2")
     assert code in (0, None) and "0 failed" in out
 
 
@@ -117,8 +102,8 @@ def test_sweep_with_failed_points_exits_3(monkeypatch, capsys, tmp_path: Path) -
         ),
     ],
 )
-def test_messages_say_what_to_fix(monkeypatch, capsys, args, pieces) -> None:
-    code, out, err = run_main(monkeypatch, capsys, *args)
+def test_messages_say_what_to_fix(args, pieces, simsched_cli) -> None:
+    code, out, err = simsched_cli(*args)
     assert code == 2 and out == ""
     line = one_line(err)
     assert "{'" not in line  # no internal dict
@@ -126,11 +111,11 @@ def test_messages_say_what_to_fix(monkeypatch, capsys, args, pieces) -> None:
         assert piece in line, line
 
 
-def test_a_missing_public_trace_points_to_make_traces(monkeypatch, capsys, tmp_path) -> None:
+def test_a_missing_public_trace_points_to_make_traces(tmp_path, simsched_cli) -> None:
     scenario = tmp_path / "x.yaml"
     text = (REPO / "scenarios" / "azure_replay.yaml").read_text()
     scenario.write_text(text.replace("data/azure_llm_2023_conv.csv", "nowhere/conv.csv"))
-    code, _, err = run_main(monkeypatch, capsys, "validate", str(scenario))
+    code, _, err = simsched_cli("validate", str(scenario))
     line = one_line(err)
     assert code == 2 and "no such trace file" in line
     assert "make traces" in line and "scenarios/README.md" in line

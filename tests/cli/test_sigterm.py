@@ -21,30 +21,8 @@ STUDY = REPO / "scenarios" / "noisy_neighbor.yaml"
 SLOW = "tenants.0.arrivals={kind: poisson, rate_per_s: 4000, duration_s: 60}"
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
-
-
-def _descendants(pid: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(fields[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+# The waits only stop a hung run: a loaded machine took over 20 s to start a worker.
+START_LIMIT_S = 120.0
 
 
 def _catches_sigterm(pid: int) -> bool:
@@ -55,14 +33,6 @@ def _catches_sigterm(pid: int) -> bool:
         return False
     caught = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
     return bool(int(caught, 16) >> (signal.SIGTERM - 1) & 1)
-
-
-def _wait_until(condition, limit_s: float = 120.0) -> None:
-    """Poll until `condition()` holds; the limit only stops a hung run, it times nothing (a
-    loaded machine can take tens of seconds to import simsched or start a worker)."""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline and not condition():
-        time.sleep(0.1)
 
 
 def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
@@ -84,17 +54,19 @@ def _terminate(process: subprocess.Popen) -> str:
     return err
 
 
-def test_sigterm_during_a_run_leaves_nothing(tmp_path: Path) -> None:
+def test_sigterm_during_a_run_leaves_nothing(tmp_path: Path, processes) -> None:
     process = _start(tmp_path, "scenario", str(STUDY), "--set", SLOW, "--out", "out")
     # signal once the handler is in place: a fixed sleep raced the import on a loaded machine
-    _wait_until(lambda: _catches_sigterm(process.pid) or process.poll() is not None)
+    processes.wait_until(
+        lambda: _catches_sigterm(process.pid) or process.poll() is not None, START_LIMIT_S
+    )
     time.sleep(0.5)
     assert process.poll() is None, "the run ended before the signal"
     assert "interrupted" in _terminate(process)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_sigterm_stops_sweep_workers(tmp_path: Path) -> None:
+def test_sigterm_stops_sweep_workers(tmp_path: Path, processes) -> None:
     process = _start(
         tmp_path, "sweep", str(STUDY), "--set", SLOW, "--grid", "seed=1,2,3,4", "--jobs", "2",
         "--out", "x.csv",
@@ -103,17 +75,15 @@ def test_sigterm_stops_sweep_workers(tmp_path: Path) -> None:
 
     def settled() -> bool:  # every worker started: no process forked for a second
         nonlocal workers
-        before, workers = workers, _descendants(process.pid)
+        before, workers = workers, processes.descendants(process.pid)
         time.sleep(1.0)
         return len(workers) >= 2 and workers == before
 
-    _wait_until(settled)
+    processes.wait_until(settled, START_LIMIT_S)
     assert workers, "no worker process started"
     _terminate(process)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
-        time.sleep(0.1)
-    assert not [pid for pid in workers if _alive(pid)]
+    processes.wait_until(lambda: not any(processes.alive(pid) for pid in workers), 60.0)
+    assert not [pid for pid in workers if processes.alive(pid)]
     assert list(tmp_path.iterdir()) == []
 
 

@@ -6,12 +6,10 @@ key (`KeyError`), a traceback instead of one line naming the field, in YAML, `--
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from simsched.cli.app import main
 from simsched.config.loading import load_scenario
 from simsched.errors import InputError
 
@@ -34,17 +32,10 @@ def test_every_field_the_block_count_reads_may_have_failed(field: str) -> None:
     assert f"cluster.{field}" in str(info.value)
 
 
-def _run(monkeypatch, capsys, *args: str) -> tuple[object, str]:
-    monkeypatch.setattr(sys, "argv", ["simsched", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    return exit_info.value.code, capsys.readouterr().err
-
-
-def test_plan_over_bad_shares_fails_in_one_line(monkeypatch, capsys, tmp_path: Path) -> None:
+def test_plan_over_bad_shares_fails_in_one_line(monkeypatch, tmp_path: Path, simsched_cli) -> None:
     monkeypatch.chdir(tmp_path)
-    code, err = _run(
-        monkeypatch, capsys, "plan", str(BATCHING), "--variant", "service_token_drr_with_admission",
+    code, _, err = simsched_cli(
+        "plan", str(BATCHING), "--variant", "service_token_drr_with_admission",
         "--vary", "cluster.gpu_memory_utilization", "--range", "0:1.5", "--slo", "all.shed<=0",
     )  # fmt: skip
     assert code == 2, err

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 import simsched.outputs.files
-from simsched.cli.app import main
 from simsched.config.loading import load_scenario
 from simsched.errors import InputError
 from simsched.outputs.files import write_result
@@ -20,14 +18,6 @@ from simsched.results.simulate import simulate
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "noisy_neighbor.yaml"
 FILES = ["requests.csv", "summary.json", "tenants.csv", "timeline.csv"]
-
-
-def run(monkeypatch: pytest.MonkeyPatch, *args: str) -> int | str | None:
-    """`simsched ARGS` in-process, through the console script's function; the exit code."""
-    monkeypatch.setattr(sys, "argv", ["simsched", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    return exit_info.value.code
 
 
 def contents(folder: Path) -> dict[str, bytes]:
@@ -48,50 +38,43 @@ def bad_trace_scenario(folder: Path) -> Path:
     return path
 
 
-def test_two_runs_give_byte_identical_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert run(monkeypatch, "scenario", str(SCENARIO), "--out", str(tmp_path / "a")) == 0
-    assert run(monkeypatch, "scenario", str(SCENARIO), "--out", str(tmp_path / "b")) == 0
+def test_two_runs_give_byte_identical_files(tmp_path: Path, simsched_cli) -> None:
+    assert simsched_cli("scenario", str(SCENARIO), "--out", str(tmp_path / "a")).code == 0
+    assert simsched_cli("scenario", str(SCENARIO), "--out", str(tmp_path / "b")).code == 0
     first, second = contents(tmp_path / "a"), contents(tmp_path / "b")
     assert list(first) == FILES
     assert first == second
     assert all(data.endswith(b"\n") and b"\r" not in data for data in first.values())
 
 
-def test_an_existing_folder_gets_the_files_replaced(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_existing_folder_gets_the_files_replaced(tmp_path: Path, simsched_cli) -> None:
     fresh, out = tmp_path / "fresh", tmp_path / "out"
-    assert run(monkeypatch, "scenario", str(SCENARIO), "--out", str(fresh)) == 0
+    assert simsched_cli("scenario", str(SCENARIO), "--out", str(fresh)).code == 0
     out.mkdir()
     for name in FILES:
         (out / name).write_text("stale\n")
     (out / "notes.txt").write_text("mine\n")
-    assert run(monkeypatch, "scenario", str(SCENARIO), "--out", str(out)) == 0
+    assert simsched_cli("scenario", str(SCENARIO), "--out", str(out)).code == 0
     assert {k: v for k, v in contents(out).items() if k != "notes.txt"} == contents(fresh)
     assert (out / "notes.txt").read_text() == "mine\n"  # other files are left alone
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "out"]  # no temporary left
 
 
-def test_a_failed_run_leaves_no_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_failed_run_leaves_no_folder(tmp_path: Path, simsched_cli) -> None:
     scenario = bad_trace_scenario(tmp_path)
     before = sorted(tmp_path.iterdir())
-    assert run(monkeypatch, "scenario", str(scenario), "--out", str(tmp_path / "out")) == 2
-    assert "requests.csv line 2: tenant 'ghost' is not declared" in capsys.readouterr().err
+    run = simsched_cli("scenario", str(scenario), "--out", str(tmp_path / "out"))
+    assert run.code == 2
+    assert "requests.csv line 2: tenant 'ghost' is not declared" in run.err
     assert sorted(tmp_path.iterdir()) == before  # neither the folder nor a temporary one
 
 
-def test_a_failed_run_leaves_an_existing_folder_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_failed_run_leaves_an_existing_folder_alone(tmp_path: Path, simsched_cli) -> None:
     scenario = bad_trace_scenario(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     (out / "summary.json").write_text("{}\n")
-    assert run(monkeypatch, "scenario", str(scenario), "--out", str(out)) == 2
+    assert simsched_cli("scenario", str(scenario), "--out", str(out)).code == 2
     assert contents(out) == {"summary.json": b"{}\n"}
 
 

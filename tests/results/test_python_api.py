@@ -55,7 +55,7 @@ def test_a_scenario_object_wherever_a_path_goes() -> None:
     )
     assert table.drop(columns=["error"]).equals(file_table.drop(columns=["error"]))
     result = simsched.plan(scenario, "cluster.total_kv_blocks", "1600:8000", ["all.shed<=20"],
-                           step=1600)  # fmt: skip
+                           step=1600, headroom=False)  # fmt: skip
     assert result.answer is not None
 
 

@@ -115,7 +115,7 @@ def test_plan_guards_session_tenants_on_their_lost_turns(study: Path) -> None:
     retry = ["tenants.chat.arrivals.on_shed=retry"]
     latency = ["steady.p99_ttft_ms<=100000"]
     result = plan(study, "tenants.chat.arrivals.max_retries", "0:5", latency,
-                  variant="end", overrides=retry)  # fmt: skip
+                  variant="end", overrides=retry, headroom=False)  # fmt: skip
     assert result.answer == 2
     keys = [slo.key for slo in result.slos]
     assert keys == ["steady.p99_ttft_ms", "chat.turn_loss_rate", "steady.shed_rate"]
@@ -124,14 +124,27 @@ def test_plan_guards_session_tenants_on_their_lost_turns(study: Path) -> None:
     assert losses[1] == pytest.approx(1 / 9, abs=1e-6) and losses[2] == 0.0
     # judged on requests instead, no retry count would do: every retry is one more shed
     strict = plan(study, "tenants.chat.arrivals.max_retries", "0:5",
-                  [*latency, "all.shed_rate<=0.001"], variant="end", overrides=retry)  # fmt: skip
+                  [*latency, "all.shed_rate<=0.001"], variant="end", overrides=retry,
+                  headroom=False)  # fmt: skip
     assert strict.answer is None
 
 
 def test_a_turn_slo_needs_a_session_tenant(study: Path) -> None:
     with pytest.raises(InputError, match="'steady' sends no sessions"):
-        plan(study, "tenants.chat.arrivals.max_retries", "0:1", ["steady.turn_loss_rate<=0.1"])
-    fine = plan(study, "tenants.chat.arrivals.max_retries", "0:0", ["chat.turn_loss_rate<=1"])
+        plan(
+            study,
+            "tenants.chat.arrivals.max_retries",
+            "0:1",
+            ["steady.turn_loss_rate<=0.1"],
+            headroom=False,
+        )
+    fine = plan(
+        study,
+        "tenants.chat.arrivals.max_retries",
+        "0:0",
+        ["chat.turn_loss_rate<=1"],
+        headroom=False,
+    )
     assert fine.answer == 0
 
 

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import yaml
 
-from simsched.cli.app import main
 from simsched.studies.calibration.fit import calibrate, finite_jacobian, run_case
 
 SCENARIO = """name: burst
@@ -78,16 +77,12 @@ def test_a_fit_is_deterministic_in_parallel_too(tmp_path: Path) -> None:
     assert serial.fitted != [2.5]  # it moved from the middle of the bounds: a fit, not a no-op
 
 
-def test_command_prints_the_table_and_writes_the_fragment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_command_prints_the_table_and_writes_the_fragment(tmp_path: Path, simsched_cli) -> None:
     path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
-    monkeypatch.setattr("sys.argv", ["simsched", "calibrate", str(path), "--no-fit", "--out",
-                                     str(tmp_path / "fit.yaml")])  # fmt: skip
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    out = capsys.readouterr().out
-    assert exit_info.value.code in (0, None)
+    code, out, _ = simsched_cli(
+        "calibrate", str(path), "--no-fit", "--out", str(tmp_path / "fit.yaml")
+    )
+    assert code in (0, None)
     assert "lone_decode" in out and "median absolute error" in out
     assert f"{LM}overhead_ms=2.5" in out  # the middle of the bounds, unfitted
     # the columns say what they are: the scenario as written, then the unfitted start values
@@ -146,7 +141,7 @@ def test_bad_calibration_files_exit_2_with_one_line(
     starts: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    simsched_cli,
 ) -> None:
     path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
     spec = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -154,11 +149,8 @@ def test_bad_calibration_files_exit_2_with_one_line(
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
     (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("sys.argv", ["simsched", "calibrate", "cal.yaml", "--out", "fit.yaml"])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2
+    code, _, err = simsched_cli("calibrate", "cal.yaml", "--out", "fit.yaml")
+    assert code == 2
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith(starts)
     assert not (tmp_path / "fit.yaml").exists()
@@ -177,7 +169,7 @@ def test_bad_settings_are_named_before_any_run(
     starts: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    simsched_cli,
 ) -> None:
     path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
     spec = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -191,11 +183,8 @@ def test_bad_settings_are_named_before_any_run(
         spec["settings"][1]["start"] = 0.5
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("sys.argv", ["simsched", "calibrate", "cal.yaml"])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and err.count("\n") == 1
+    code, _, err = simsched_cli("calibrate", "cal.yaml")
+    assert code == 2 and err.count("\n") == 1
     assert err.startswith(starts), err
     assert "evaluation" not in err  # nothing simulated
 
@@ -221,16 +210,11 @@ def test_fits_under_a_short_form_or_omitted_latency_model(form: str, tmp_path: P
     assert result.after[1] != result.before[1]  # the settings did change the case
 
 
-def test_out_into_a_missing_folder_fails_before_the_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_out_into_a_missing_folder_fails_before_the_run(tmp_path: Path, simsched_cli) -> None:
     path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
     out = tmp_path / "nowhere" / "fit.yaml"
-    monkeypatch.setattr("sys.argv", ["simsched", "calibrate", str(path), "--out", str(out)])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and err.count("\n") == 1
+    code, _, err = simsched_cli("calibrate", str(path), "--out", str(out))
+    assert code == 2 and err.count("\n") == 1
     assert err.startswith(f"{out}: --out") and "evaluation" not in err
 
 

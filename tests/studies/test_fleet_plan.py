@@ -9,14 +9,12 @@ of the admitted requests.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from simsched.cli.app import main
 from simsched.cli.studies import register
 from simsched.config.loading import load_scenario
 from simsched.config.prices import GPU_PRICES_PER_HOUR
@@ -32,9 +30,9 @@ LATENCY = ["chat.p99_ttft_ms<=1200", "ide.p99_ttft_ms<=1200"]
 
 
 def test_the_default_shed_guard_refuses_a_capacity_that_sheds() -> None:
-    guarded = plan(SCENARIO, "cluster.replicas", "1:8", LATENCY, overrides=SHORT)
+    guarded = plan(SCENARIO, "cluster.replicas", "1:8", LATENCY, overrides=SHORT, headroom=False)
     stated = plan(SCENARIO, "cluster.replicas", "1:8", [*LATENCY, "all.shed_rate<=1"],
-                  overrides=SHORT)  # fmt: skip
+                  overrides=SHORT, headroom=False)  # fmt: skip
     assert stated.answer == 1  # latency alone: one replica "meets" it by shedding
     one = next(p for p in stated.probes if p.value == 1)
     assert one.shed["all"] > 0.1 and set(one.shed) == {"all", "chat", "ide", "batch"}
@@ -46,7 +44,7 @@ def test_the_default_shed_guard_refuses_a_capacity_that_sheds() -> None:
 
 def test_class_slo_pools_the_class_requests() -> None:
     result = plan(SCENARIO, "cluster.replicas", "2:2", ["interactive.submitted>=0"],
-                  overrides=SHORT)  # fmt: skip
+                  overrides=SHORT, headroom=False)  # fmt: skip
     scenario = load_scenario(SCENARIO, [*SHORT, "cluster.replicas=2"])
     from simsched.results.simulate import simulate
     from simsched.results.tenants import metrics_rows
@@ -94,7 +92,7 @@ def test_cheapest_fleet_equals_a_brute_force_sweep() -> None:
     over = {"cluster.gpu": ["a100-80gb", "h100-80gb"]}
     short = [s.replace("=10", "=6") for s in SHORT]  # 6 seconds of traffic
     result = plan(SCENARIO, "cluster.replicas", "1:4", slos, over=over, minimize="cost",
-                  seeds=3, jobs=2, overrides=short)  # fmt: skip
+                  seeds=3, jobs=2, overrides=short, headroom=False)  # fmt: skip
     grid = {"cluster.gpu": over["cluster.gpu"], "cluster.replicas": [1, 2, 3, 4]}
     table = sweep(SCENARIO, grid, seeds=3, jobs=1, overrides=short, progress=False)
     parsed = [parse_slo(s) for s in [*slos, "all.shed_rate<=0.001"]]
@@ -114,6 +112,7 @@ def test_cli_fleet_table_and_json(tmp_path: Path) -> None:
     args = ["plan", str(SCENARIO), "--vary", "cluster.replicas", "--range", "2:4"]
     args += ["--slo", "interactive.p99_ttft_ms<=500", "--over", "cluster.gpu=a100-80gb,h100-80gb"]
     args += ["--minimize", "cost", "--seeds", "3", *(x for s in SHORT for x in ("--set", s))]
+    args += ["--no-headroom"]  # the headroom note is test_plan.py's: here it would double the cost
     run = CliRunner().invoke(app, [*args, "--report", str(tmp_path / "report")])
     assert run.exit_code == 0, run.output
     lines = run.output.splitlines()
@@ -134,10 +133,17 @@ def test_token_server_has_no_cost() -> None:
 
     noisy = REPO / "scenarios" / "noisy_neighbor.yaml"
     with pytest.raises(InputError, match="the token server has no GPUs"):
-        plan(noisy, "cluster.total_kv_blocks", "1600:3200", ["all.shed<=5"], minimize="cost")
+        plan(
+            noisy,
+            "cluster.total_kv_blocks",
+            "1600:3200",
+            ["all.shed<=5"],
+            minimize="cost",
+            headroom=False,
+        )
     over = {"scheduler.policy": ["service_token_drr", "request_count_fifo"]}
     result = plan(noisy, "cluster.total_kv_blocks", "1600:8000", ["all.shed<=100"], step=1600,
-                  over=over, seeds=2)  # fmt: skip
+                  over=over, seeds=2, headroom=False)  # fmt: skip
     assert len(result.plans) == 2 and result.answer == 1600
 
 
@@ -145,7 +151,8 @@ def test_plan_on_dask_gives_the_serial_answer() -> None:
     distributed = pytest.importorskip("distributed")
     noisy = REPO / "scenarios" / "noisy_neighbor.yaml"
     args = (noisy, "cluster.total_kv_blocks", "1600:8000", ["tenant_batch_rag.shed<=0"])
-    kwargs = {"step": 800, "overrides": ["tenants.tenant_batch_rag.quota.burst_service_tokens=1e6"]}
+    kwargs = {"step": 800, "overrides": ["tenants.tenant_batch_rag.quota.burst_service_tokens=1e6"],
+              "headroom": False}  # fmt: skip
     serial = plan(*args, **kwargs)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   dashboard_address=None) as cluster:  # fmt: skip
@@ -154,20 +161,17 @@ def test_plan_on_dask_gives_the_serial_answer() -> None:
     assert len(remote.probes) >= len(serial.probes) - 1  # two at a time: maybe one more probe
 
 
-def refused(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args) -> str:
+def refused(simsched_cli, *args) -> str:
     """`simsched plan ARGS` through the console script's function: exit 2 and one line."""
-    monkeypatch.setattr(sys, "argv", ["simsched", "plan", *map(str, args)])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    captured = capsys.readouterr()
-    assert exit_info.value.code == 2, captured
-    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err, captured
-    return captured.err
+    run = simsched_cli("plan", *args)
+    assert run.code == 2, run
+    assert run.err.count("\n") == 1 and "Traceback" not in run.err, run
+    return run.err
 
 
-def test_a_class_slo_on_an_empty_class_is_an_input_error(monkeypatch, capsys) -> None:
+def test_a_class_slo_on_an_empty_class_is_an_input_error(simsched_cli) -> None:
     noisy = REPO / "scenarios" / "noisy_neighbor.yaml"
-    err = refused(monkeypatch, capsys, noisy, "--vary", "cluster.total_kv_blocks", "--range",
+    err = refused(simsched_cli, noisy, "--vary", "cluster.total_kv_blocks", "--range",
                   "1600:3200", "--step", "800", "--slo", "batch.p99_ttft_ms<=100000",
                   "--set", "tenants.tenant_batch_rag.priority=interactive")  # fmt: skip
     assert "no tenant of the judged variant is in the batch class" in err
@@ -175,7 +179,7 @@ def test_a_class_slo_on_an_empty_class_is_an_input_error(monkeypatch, capsys) ->
 
 def test_a_shed_slo_on_one_tenant_keeps_the_guard_for_the_others() -> None:
     result = plan(SCENARIO, "cluster.replicas", "1:4", ["batch.shed_rate<=1", LATENCY[0]],
-                  overrides=SHORT)  # fmt: skip
+                  overrides=SHORT, headroom=False)  # fmt: skip
     one = next(p for p in result.probes if p.value == 1)
     assert one.shed["chat"] > 0.1  # one replica sheds chat traffic: no answer
     assert result.answer == 2
@@ -184,7 +188,7 @@ def test_a_shed_slo_on_one_tenant_keeps_the_guard_for_the_others() -> None:
     assert "batch.shed_rate" in keys and keys.count("batch.shed_rate") == 1
     assert "added chat.shed_rate<=0.001, ide.shed_rate<=0.001" in result.notes[0]
     covered = plan(SCENARIO, "cluster.replicas", "1:1", ["interactive.shed_rate<=1"],
-                   overrides=SHORT)  # fmt: skip
+                   overrides=SHORT, headroom=False)  # fmt: skip
     assert [slo.key for slo in covered.slos] == ["interactive.shed_rate", "batch.shed_rate"]
 
 
@@ -193,7 +197,7 @@ def test_the_scenario_gpu_price_survives_over_gpu() -> None:
     own = ["cluster.gpu={name: h100-80gb, price_per_gpu_hour: 0.5}", *SHORT]
     over = {"cluster.gpu": ["a100-80gb", "h100-80gb"]}
     result = plan(SCENARIO, "cluster.replicas", "2:2", ["all.shed_rate<=1"], over=over,
-                  minimize="cost", overrides=own)  # fmt: skip
+                  minimize="cost", overrides=own, headroom=False)  # fmt: skip
     costs = {dict(p.combo)["cluster.gpu"]: p.cost_per_hour for p in result.plans}
     assert costs == {
         "a100-80gb": pytest.approx(2 * GPU_PRICES_PER_HOUR["a100-80gb"]),
@@ -203,16 +207,16 @@ def test_the_scenario_gpu_price_survives_over_gpu() -> None:
     assert any("h100-80gb $0.5" in note and "a100-80gb" in note for note in result.notes)
     table = ["cluster.gpu_prices={a100-80gb: 9}", *SHORT]
     priced = plan(SCENARIO, "cluster.replicas", "2:2", ["all.shed_rate<=1"], over=over,
-                  minimize="cost", overrides=table)  # fmt: skip
+                  minimize="cost", overrides=table, headroom=False)  # fmt: skip
     assert [p.cost_per_hour for p in priced.plans][0] == 18
 
 
-def test_over_values_the_scenario_rejects(monkeypatch, capsys) -> None:
+def test_over_values_the_scenario_rejects(simsched_cli) -> None:
     args = [SCENARIO, "--vary", "cluster.replicas", "--range", "2:2", "--slo", "all.shed_rate<=1"]
     args += [x for s in SHORT for x in ("--set", s)]
-    err = refused(monkeypatch, capsys, *args, "--over", "cluster.gpu=a100-80gb,nope")
+    err = refused(simsched_cli, *args, "--over", "cluster.gpu=a100-80gb,nope")
     assert err.startswith(f"{SCENARIO}: --over cluster.gpu=nope: cluster.gpu: unknown gpu preset")
-    err = refused(monkeypatch, capsys, *args, "--over", "cluster.nope=1,2")
+    err = refused(simsched_cli, *args, "--over", "cluster.nope=1,2")
     assert err.count("--over cluster.nope=1") == 1  # named once
     # a 70B model fits an H200 alone, an A100 only with tp 2: one combination is invalid
     big = ["cluster.gpu=h200", "cluster.model=llama-3-70b", "cluster.gpu_memory_utilization=1"]
@@ -226,22 +230,24 @@ def test_over_values_the_scenario_rejects(monkeypatch, capsys) -> None:
     assert row.split()[:2] == ["a100-80gb", "1"] and "'llama-3-70b' does not fit" in row
 
 
-def test_over_conflicting_with_other_flags_is_refused(monkeypatch, capsys) -> None:
+def test_over_conflicting_with_other_flags_is_refused(simsched_cli) -> None:
     args = [SCENARIO, "--vary", "cluster.replicas", "--range", "2:3", "--slo", "all.shed_rate<=1"]
-    err = refused(monkeypatch, capsys, *args, "--over", "cluster.replicas=1,2")
+    err = refused(simsched_cli, *args, "--over", "cluster.replicas=1,2")
     assert "--over cluster.replicas: --vary already varies cluster.replicas" in err
-    err = refused(monkeypatch, capsys, *args, "--over", "seed=1,2", "--seeds", "2")
+    err = refused(simsched_cli, *args, "--over", "seed=1,2", "--seeds", "2")
     assert "--over seed: --seeds 2 already runs seeds" in err
 
 
 def test_one_search_shows_its_fleet_and_says_minimize_had_no_choice() -> None:
     one = {"cluster.gpu": ["a100-80gb"]}
     result = plan(SCENARIO, "cluster.replicas", "2:3", ["all.shed_rate<=1"], over=one,
-                  minimize="cost", overrides=SHORT)  # fmt: skip
+                  minimize="cost", overrides=SHORT, headroom=False)  # fmt: skip
     price = 2 * GPU_PRICES_PER_HOUR["a100-80gb"]
     assert f"at cluster.replicas=2: 2 GPUs, ${price:.2f}/hour" in result.notes
     assert any(n.startswith("--minimize cost had nothing to choose between") for n in result.notes)
-    plain = plan(SCENARIO, "cluster.replicas", "2:3", ["all.shed_rate<=1"], overrides=SHORT)
+    plain = plan(
+        SCENARIO, "cluster.replicas", "2:3", ["all.shed_rate<=1"], overrides=SHORT, headroom=False
+    )
     assert not any("nothing to choose" in n for n in plain.notes)
     assert "at cluster.replicas=2: 2 GPUs, $12.31/hour" in plain.notes
 
@@ -250,7 +256,9 @@ def test_unknown_target_lists_each_name_once() -> None:
     from simsched.errors import InputError
 
     with pytest.raises(InputError) as caught:
-        plan(SCENARIO, "cluster.replicas", "1:2", ["nobody.shed<=0"], overrides=SHORT)
+        plan(
+            SCENARIO, "cluster.replicas", "1:2", ["nobody.shed<=0"], overrides=SHORT, headroom=False
+        )
     known = caught.value.message.split("(known: ")[1].rstrip(")").split(", ")
     assert sorted(known) == sorted(set(known)) and "batch" in known
 
@@ -262,6 +270,8 @@ def test_interval_cells_and_short_repr() -> None:
     assert interval_text(51.26, 2.43) == "51.3±2.4"
     assert interval_text(0.02134, 0.00123) == "0.0213±0.0012"
     assert interval_text(5.0, 0.0) == "5.000000±0.000000"
-    result = plan(SCENARIO, "cluster.replicas", "2:3", ["all.shed_rate<=1"], overrides=SHORT)
+    result = plan(
+        SCENARIO, "cluster.replicas", "2:3", ["all.shed_rate<=1"], overrides=SHORT, headroom=False
+    )
     assert repr(result).startswith("<FleetPlan cluster.replicas=2: 1 combination(s), ")
     assert len(repr(result)) < 120

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -53,21 +52,6 @@ def test_a_waiter_for_a_process_already_gone_returns() -> None:
         wait(process.pid)  # returns at once
 
 
-def _session(session: int) -> set[int]:
-    """Live processes of a session (the command, its forkserver, tracker and workers)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == session and fields[0] != "Z":
-                found.add(int(entry.name))
-    return found
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 @pytest.mark.parametrize(
     "command",
     [
@@ -77,7 +61,9 @@ def _session(session: int) -> set[int]:
     ],
     ids=["sweep", "plan"],
 )  # fmt: skip
-def test_sigkill_leaves_no_process_behind(command: tuple[str, ...], tmp_path: Path) -> None:
+def test_sigkill_leaves_no_process_behind(
+    command: tuple[str, ...], tmp_path: Path, processes
+) -> None:
     name, *rest = command
     process = subprocess.Popen(
         [sys.executable, "-m", "simsched", name, str(STUDY), "--set", SLOW, "--jobs", "2", *rest],
@@ -86,16 +72,13 @@ def test_sigkill_leaves_no_process_behind(command: tuple[str, ...], tmp_path: Pa
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # its session id is its pid: every process it starts keeps it
     )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and len(_session(process.pid)) < 5:
-        time.sleep(0.2)  # the command, the tracker, the forkserver and two workers
-    assert len(_session(process.pid)) >= 5, "the workers did not start"
+    # the command, the tracker, the forkserver and two workers
+    processes.wait_until(lambda: len(processes.in_session(process.pid)) >= 5, 30.0, poll_s=0.2)
+    assert len(processes.in_session(process.pid)) >= 5, "the workers did not start"
     process.send_signal(signal.SIGKILL)
     process.wait()
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and _session(process.pid):
-        time.sleep(0.1)
-    left = _session(process.pid)
+    processes.wait_until(lambda: not processes.in_session(process.pid), 15.0)
+    left = processes.in_session(process.pid)
     for pid in left:  # leave nothing running, whatever the verdict
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

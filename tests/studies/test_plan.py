@@ -9,14 +9,12 @@ candidate value.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from simsched.cli.app import main
 from simsched.cli.studies import register
 from simsched.config.loading import load_scenario
 from simsched.errors import InputError
@@ -43,7 +41,7 @@ def test_smallest_kv_that_sheds_no_batch_request_matches_brute_force() -> None:
     knob, values = "cluster.total_kv_blocks", list(range(1600, 8001, 400))
     expected = next(v for v in values if batch_sheds(f"{knob}={v}") == 0)
     result = plan(SCENARIO, knob, "1600:8000", ["tenant_batch_rag.shed<=0"], step=400,
-                  overrides=NO_QUOTA)  # fmt: skip
+                  overrides=NO_QUOTA, headroom=False)  # fmt: skip
     assert result.answer == expected and result.variant == VARIANT  # the last by default
     assert len(result.probes) < len(values)  # bisection, not a scan
     probed = {p.value: p.met for p in result.probes}
@@ -57,14 +55,14 @@ def test_largest_batch_burst_without_shedding_matches_brute_force() -> None:
     knob, values = "tenants.tenant_batch_rag.arrivals.count", list(range(1, 13))
     expected = [v for v in values if batch_sheds(f"{knob}={v}") == 0][-1]
     result = plan(SCENARIO, knob, "1:12", ["tenant_batch_rag.shed<=0"], maximize=True,
-                  overrides=NO_QUOTA)  # fmt: skip
+                  overrides=NO_QUOTA, headroom=False)  # fmt: skip
     assert result.answer == expected
     assert {p.value: p.met for p in result.probes}[expected + 1] is False
 
 
 def test_no_value_in_range_meets_the_slos() -> None:
     slos = ["tenant_batch_rag.shed<=0", "all.p99_ttft_ms<100"]
-    result = plan(SCENARIO, "cluster.total_kv_blocks", "1600:2000", slos, step=200)
+    result = plan(SCENARIO, "cluster.total_kv_blocks", "1600:2000", slos, step=200, headroom=False)
     assert result.answer is None
     assert [p.value for p in result.probes] == [2000]  # the most capacity already fails
     assert result.message.startswith("no value of cluster.total_kv_blocks in 1600..2000 meets")
@@ -126,16 +124,13 @@ def test_bad_plans_are_input_errors(knob, range_, slo, step, expected: str) -> N
     ],
 )
 def test_a_probe_the_scenario_cannot_run_is_a_one_line_input_error(
-    knob, range_, words, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    knob, range_, words, simsched_cli
 ) -> None:
     # Values that load but fail while running (a request budget, the clock bound): exit 2
     # naming the probe's value, not a RuntimeError traceback.
     args = ["plan", str(SCENARIO), "--vary", knob, "--range", range_, "--slo", "all.shed<=100"]
-    monkeypatch.setattr(sys, "argv", ["simsched", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2, err
+    code, _, err = simsched_cli(*args)
+    assert code == 2, err
     assert len(err.strip().splitlines()) == 1, err
     assert f"the probe at --vary {knob}" in err, err
     for word in words:

@@ -21,6 +21,7 @@ from simsched.workload.build import build_workload
 
 TRACES = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "traces"
 CONVERSATION = TRACES / "mooncake_fast25_conversation.jsonl"
+MOONCAKE_ROWS = 3000
 
 
 def write_trace(path: Path, rows: list[tuple[float, int, int, list[int]]]) -> str:
@@ -329,7 +330,10 @@ def path_text(path: str) -> str:
 @pytest.mark.skipif(not CONVERSATION.exists(), reason="the shared traces are not here")
 def test_mooncake_conversation_hits_within_3_points_of_what_hash_ids_allow() -> None:
     rows = [json.loads(line) for line in CONVERSATION.read_text().splitlines() if line.strip()]
-    rows.sort(key=lambda r: r["timestamp"])
+    rows.sort(key=lambda r: r["timestamp"])  # stable, as the reader's window keeps them
+    # The first quarter of the trace (3,000 of its 12,031 rows, the first 16 of 59 minutes)
+    # costs a quarter of the whole and still allows a 32% hit rate (37% over the whole).
+    rows = rows[:MOONCAKE_ROWS]
     seen: set[int] = set()
     allowed = prompt = 0
     for row in rows:
@@ -340,8 +344,8 @@ def test_mooncake_conversation_hits_within_3_points_of_what_hash_ids_allow() -> 
         allowed += min(k * 512, length - 1)
         prompt += length
         seen.update(ids)
-    tenant = {"id": "t", "trace": {"path": str(CONVERSATION), "format": "mooncake"}}
-    tenant["trace"]["time_scale"] = 6.0  # stretched so that one replica keeps up
+    trace = {"path": str(CONVERSATION), "format": "mooncake", "max_requests": MOONCAKE_ROWS}
+    tenant = {"id": "t", "trace": trace | {"time_scale": 6.0}}  # stretched: one replica keeps up
     # 128-token KV blocks (4 per 512-token trace block, so the bound stays exact up to the
     # last-token cap): the whole trace in 1.1M blocks rather than 9M of 16, so the test stays
     # light (a few seconds, a few hundred MB); the docs' figure is for 16-token blocks

@@ -163,18 +163,13 @@ def test_bad_hf_config_is_one_line_exit_2(
     message: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    simsched_cli,
 ) -> None:
-    from simsched.cli.app import main
-
     if config_text is not None:
         (tmp_path / "config.json").write_text(config_text, encoding="utf-8")
     cluster = "  service_model: continuous_batching\n  model: {hf_config: config.json}"
     write_scenario(tmp_path, cluster, ONE_REQUEST)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("sys.argv", ["simsched", "validate", "s.yaml"])
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and err.count("\n") == 1
+    code, _, err = simsched_cli("validate", "s.yaml")
+    assert code == 2 and err.count("\n") == 1
     assert err.startswith("s.yaml: cluster.model: ") and message in err
