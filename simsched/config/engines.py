@@ -37,7 +37,7 @@ TRTLLM_BATCHING = (8192, 2048)
 # The API server of each served engine (docs/engines.md, "The API server"): one process unless
 # told, and per-request CPU time derived from published low-load and short-request runs.
 VLLM_FRONTEND = {"processes": 1, "per_request_ms": 26.9}
-SGLANG_FRONTEND = {"processes": 1, "per_request_ms": 14.0}
+SGLANG_FRONTEND = {"processes": 1, "per_request_ms": 7.6}
 TRTLLM_FRONTEND = {"processes": 1, "per_request_ms": 33.0}
 # Offline runs (vLLM's LLM class, trtllm-bench, SGLang's offline engine) have no HTTP server.
 OFFLINE_FRONTEND = {"processes": 1, "per_request_ms": 0.0}
