@@ -168,3 +168,12 @@ def test_engines_give_identical_frames_with_fast_forward_on_or_off(engine: str) 
     ]
     pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)
     assert frames[0]["status_code"].eq(200).all()
+
+
+def test_trtllm_pays_no_python_scheduler_cpu_unless_told() -> None:
+    # its C++ scheduler is hidden by the overlap scheduler: the calibration's TensorRT-LLM facts
+    assert cluster_of(engine="trtllm").latency_model.overhead_ms == 0.0
+    assert cluster_of(engine="trtllm").latency_model.per_seq_ms == 0.0
+    told = cluster_of(engine="trtllm", latency_model={"kind": "roofline", "per_seq_ms": 0.05})
+    assert (told.latency_model.overhead_ms, told.latency_model.per_seq_ms) == (0.0, 0.05)
+    assert cluster_of(engine="sglang").latency_model == cluster_of().latency_model
