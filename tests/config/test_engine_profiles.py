@@ -177,3 +177,15 @@ def test_trtllm_pays_no_python_scheduler_cpu_unless_told() -> None:
     told = cluster_of(engine="trtllm", latency_model={"kind": "roofline", "per_seq_ms": 0.05})
     assert (told.latency_model.overhead_ms, told.latency_model.per_seq_ms) == (0.0, 0.05)
     assert cluster_of(engine="sglang").latency_model == cluster_of().latency_model
+
+
+def test_validate_shows_what_the_profile_chose(monkeypatch, capsys) -> None:
+    argv = ["simsched", "validate", str(BATCHING), "--set", "cluster.engine=trtllm"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    out = capsys.readouterr().out
+    assert exit_info.value.code in (0, None)
+    # the file's own 2048 / 256 win over TensorRT-LLM's 8192 / 2048
+    assert "engine: trtllm (served), 2048 batched tokens, 256 sequences, CPU time overlap" in out
+    assert "guaranteed_no_evict, API server 1 x 33 ms/request" in out
