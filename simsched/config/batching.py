@@ -19,6 +19,13 @@ from pydantic import (
 )
 
 from simsched.config import presets
+from simsched.config.engines import (
+    CapacityScheduler,
+    CpuTime,
+    EngineSetting,
+    fill_engine_profile,
+)
+from simsched.config.frontend import FrontendSpec
 from simsched.config.gpu_overrides import GpuLatencyOverrides, check_overrides, latency_for_gpu
 from simsched.config.hardware import (
     GpuSpec,
@@ -97,6 +104,13 @@ class ContinuousBatchingConfig(BaseModel):
     prefix_caching: bool = False  # vLLM's automatic prefix caching (cluster/prefix_cache.py)
     # vLLM's --num-scheduler-steps: the scheduler runs (and new requests join) every k steps
     num_scheduler_steps: Annotated[int, Field(gt=0)] = 1
+    # An engine profile (config/engines.py, docs/engines.md) fills the four settings below and
+    # the batching limits; each left unset without an engine is today's vLLM-like behaviour:
+    # CPU time serial, admit-then-preempt, the latency model's fixed front-end delays.
+    engine: EngineSetting | None = None
+    cpu_time: CpuTime | None = None
+    capacity_scheduler: CapacityScheduler | None = None
+    frontend: FrontendSpec | None = None
     # An idle replica picks its first batch this long after a request wakes it, so what is
     # placed on it meanwhile is batched together (docs/continuous_batching.md, "Waking up").
     schedule_step_ms: NonNegativeFloat = 0.5
@@ -109,6 +123,16 @@ class ContinuousBatchingConfig(BaseModel):
     # roofline settings by GPU preset name, kept when `--over cluster.gpu=...` swaps the GPU, so
     # each GPU keeps its own calibration (config/gpu_overrides.py)
     gpu_overrides: dict[str, GpuLatencyOverrides] = Field(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _engine_profile(cls, data: Any, handler: Any) -> Any:
+        # The profile's values count as defaults, not as settings: a variant or `--over` that
+        # swaps the GPU re-derives them (vLLM's budget depends on the GPU).
+        filled, added = fill_engine_profile(data)
+        config = handler(filled)
+        config.__pydantic_fields_set__.difference_update(added)
+        return config
 
     @field_validator("gpu_overrides")
     @classmethod
@@ -182,6 +206,15 @@ class ContinuousBatchingConfig(BaseModel):
         if budget is not None and seqs > budget:
             raise ValueError(f"must not exceed max_num_batched_tokens ({budget})")
         return seqs
+
+    @model_validator(mode="after")
+    def _v1_has_no_multi_step(self) -> ContinuousBatchingConfig:
+        if self.engine is not None and self.engine.name == "vllm" and self.num_scheduler_steps > 1:
+            raise ValueError(
+                "num_scheduler_steps: vLLM V1 (engine vllm) has no multi-step scheduling; "
+                "use engine vllm-0.6 or leave num_scheduler_steps at 1"
+            )
+        return self
 
     @model_validator(mode="after")
     def _scale_needs_efficiencies(self) -> ContinuousBatchingConfig:

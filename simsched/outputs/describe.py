@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from simsched.config.loading import resolve_variants
@@ -43,6 +45,9 @@ def describe_scenario(scenario: Scenario) -> str:
         f"  cluster: {cluster.service_model}, {cluster.total_kv_blocks} KV blocks, "
         f"{sustained_tokens_per_ms(cluster):g} service tokens/ms"
     )
+    engine = getattr(cluster, "engine", None)
+    if engine is not None:  # what the profile chose, so that a user sees the defaults it set
+        lines.append(f"  engine: {_engine_line(cluster)}")
     names = [name for name, _ in resolve_variants(scenario)]
     lines.append(f"  variants: {', '.join(names)}")
     return "\n".join(lines)
@@ -55,3 +60,18 @@ def _source(tenant, scenario: Scenario) -> str:
     if tenant.trace is not None:
         return f"{tenant.trace.format} trace"
     return "trace" if scenario.trace is not None else "none"
+
+
+def _engine_line(cluster: Any) -> str:
+    engine, frontend = cluster.engine, cluster.frontend
+    use = "offline" if engine.offline else "served"
+    api = (
+        f"API server {frontend.processes} x {frontend.per_request_ms:g} ms/request"
+        if frontend is not None
+        else "fixed front-end delays"
+    )
+    return (
+        f"{engine.name} ({use}), {cluster.max_num_batched_tokens} batched tokens, "
+        f"{cluster.max_num_seqs} sequences, CPU time {cluster.cpu_time or 'serial'}, "
+        f"{cluster.capacity_scheduler or 'admit_then_preempt'}, {api}"
+    )

@@ -19,7 +19,8 @@ from typing import Any
 
 import simpy
 
-from simsched.sim.cluster.latency import build_latency, sustained_tokens_per_ms
+from simsched.sim.cluster.cpu_time import build_engine_latency
+from simsched.sim.cluster.latency import sustained_tokens_per_ms
 from simsched.sim.cluster.replica import NoObserver, Replica
 from simsched.sim.cluster.router import build_router
 from simsched.sim.cluster.sequences import ceil_div
@@ -41,7 +42,7 @@ class ContinuousBatching:
     ) -> None:
         self.env = env
         self.recorder = recorder
-        latency = build_latency(config)
+        latency = build_engine_latency(config)  # the roofline with the engine's CPU time
         self.replicas = [Replica(env, i, config, latency, recorder) for i in range(config.replicas)]
         for replica in self.replicas:
             replica.on_room = self._room_appeared
@@ -58,7 +59,7 @@ class ContinuousBatching:
     @staticmethod
     def sustained_tokens_per_ms(config: Any) -> float:
         # the module's function of the same name, for one replica (methods do not see class names)
-        return config.replicas * sustained_tokens_per_ms(build_latency(config), config)
+        return config.replicas * sustained_tokens_per_ms(build_engine_latency(config), config)
 
     def kv_blocks_in_use(self) -> int:
         total = 0
@@ -77,7 +78,7 @@ class ContinuousBatching:
     def has_room(self) -> bool:
         limit = self.max_waiting
         for replica in self.replicas:  # noqa: SIM110 (a loop, not any(): once per dispatch)
-            if len(replica.waiting) < limit:
+            if len(replica.waiting) + replica.frontend.entering < limit:
                 return True
         return False
 
@@ -126,4 +127,4 @@ class ContinuousBatching:
                 index.clear()
 
     def is_idle(self) -> bool:
-        return not any(replica.busy for replica in self.replicas)
+        return not any(replica.busy or replica.frontend.entering for replica in self.replicas)

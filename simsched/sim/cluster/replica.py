@@ -28,8 +28,10 @@ from typing import Any
 
 import simpy
 
+from simsched.sim.cluster.capacity import build_capacity_rule
 from simsched.sim.cluster.contract import LatencyModel
 from simsched.sim.cluster.fast_forward import Jump, plan_jump
+from simsched.sim.cluster.frontend import build_frontend
 from simsched.sim.cluster.kv_memory import KvMemory, PlainKv
 from simsched.sim.cluster.prefix_cache import PrefixCachedKv
 from simsched.sim.cluster.sequences import DecodeSet, Seq, ceil_div
@@ -73,11 +75,10 @@ class Replica:
         self.max_seqs = config.max_num_seqs
         self.fast_forward = config.fast_forward
         self.latency = latency
-        # Front-end time (tokenise and queue before the first token; detokenise and respond
-        # after the last) delays what the client sees, not the GPU: it shifts the recorded
-        # instants. Multi-step scheduling admits new requests every `steps` iterations only.
-        self.before_ms = latency.before_ms
-        self.last_ms = latency.before_ms + latency.after_ms
+        # The API server (frontend.py): fixed delays that shift the recorded instants, or
+        # `cluster.frontend`'s queueing stage before and after the engine. Multi-step
+        # scheduling admits new requests every `steps` iterations only.
+        self.frontend = build_frontend(env, config, latency)
         self.steps = getattr(config, "num_scheduler_steps", 1)
         self.recorder = recorder
         self.on_room = lambda: None  # set by the cluster: a request left the waiting queue
@@ -93,6 +94,8 @@ class Replica:
         # block manager does); docs/continuous_batching.md, "An iteration"
         self.step_ms = config.schedule_step_ms
         self.watermark = int(config.block_watermark * self.capacity)
+        # which waiting request may start (capacity.py: vLLM's rule or TensorRT-LLM's no-evict)
+        self.capacity_rule = build_capacity_rule(config, self.capacity, self.watermark)
         self.waiting: deque[Seq] = deque()
         self.running: dict[int, Seq] = {}  # by request seq, in the order they started running
         self.prefilling: list[Seq] = []  # running, prefill not complete, in running order
@@ -108,7 +111,7 @@ class Replica:
 
     # --- what others read ---------------------------------------------------------------
     def outstanding(self) -> int:
-        return len(self.running) + len(self.waiting)
+        return len(self.running) + len(self.waiting) + self.frontend.entering
 
     def snapshot(self) -> tuple[int, int, int, int, int]:
         batch = self.batch_tokens if self.busy else 0
@@ -116,6 +119,10 @@ class Replica:
 
     # --- arrivals -----------------------------------------------------------------------
     def submit(self, request: Request) -> None:
+        self.frontend.accept(request, self._enter)
+
+    def _enter(self, request: Request) -> None:
+        """The request reaches the engine's waiting queue (from the front end)."""
         self.waiting.append(Seq(request))
         if not self.busy:
             # Pick the first batch one scheduling step from now (with a step of 0: at this
@@ -192,6 +199,7 @@ class Replica:
     def _admit_waiting(self, plan: list, need: int, budget: int, free: int) -> int:
         """Start waiting requests from the front while budget, seats and blocks allow."""
         waiting, kv = self.waiting, self.kv
+        admits = self.capacity_rule.admits
         left = False
         while waiting and budget > 0 and len(self.running) < self.max_seqs:
             seq = waiting[0]
@@ -201,16 +209,12 @@ class Replica:
             done = hits * self.block_size
             chunk = min(seq.target - done, budget)
             blocks = ceil_div(done + chunk, self.block_size) - hits
-            # as vLLM: a request that does not fit now waits (nothing is preempted for it), and
-            # so does one whose whole prompt (vLLM's can_allocate counts all its tokens) would
-            # leave fewer free blocks than the watermark, unless nothing runs (vLLM would drop a
-            # request that can never clear it; here it runs alone, so nothing waits forever)
-            if need + revived + blocks > free:
-                break
-            whole = ceil_div(seq.target, self.block_size) - hits
-            if self.running and need + revived + whole > free - self.watermark:
+            # a request the capacity rule refuses waits, and so does everything behind it
+            # (FIFO); nothing is preempted for it (capacity.py)
+            if not admits(seq, hits, need + revived, blocks, free, bool(self.running)):
                 break
             waiting.popleft()
+            self.capacity_rule.started(seq)
             kv.start(seq, hits)
             need += revived
             self.running[seq.request.seq] = seq
@@ -232,6 +236,7 @@ class Replica:
             blocks = seq.blocks
             self.prefilling.remove(seq)
         self.kv.preempt(seq, blocks)
+        self.capacity_rule.released(seq)
         seq.restart()
         self.waiting.appendleft(seq)
         self.recorder.preempted(seq.request)
@@ -266,7 +271,7 @@ class Replica:
         self.prefilling.remove(seq)
         seq.generated += 1
         if seq.generated == 1:
-            self.recorder.first_token(seq.request, end + self.before_ms)
+            self.recorder.first_token(seq.request, self.frontend.first_token_ms(end))
         if seq.generated >= seq.decode:
             self._finish(seq, seq.blocks, end)
         else:
@@ -280,7 +285,8 @@ class Replica:
     def _finish(self, seq: Seq, blocks: int, end: float) -> None:
         self.kv.finish(seq, blocks)
         del self.running[seq.request.seq]
-        self.recorder.finished(seq.request, end + self.last_ms)
+        self.capacity_rule.released(seq)
+        self.recorder.finished(seq.request, self.frontend.respond(seq.request, end))
 
     # --- fast-forward (planned in fast_forward.py) ----------------------------------------
     def _start_jump(self) -> bool:
