@@ -26,6 +26,7 @@ Priority = (
     Annotated[int, Field(ge=-(2**31), le=2**31 - 1)] | Literal["critical", "standard", "sheddable"]
 )
 Count = Annotated[int, Field(gt=0, le=2**40)]
+ClassName = Literal["interactive", "batch"]
 
 
 class _Spec(BaseModel):
@@ -93,11 +94,14 @@ class BandLimits(_Spec):
 
 
 class FlowControl(_Spec):
-    # tenant id -> priority (an integer, higher first, or a criticality); tenants not named take
-    # their class's band (interactive 1, batch 0)
-    priorities: dict[str, Priority] = Field(default_factory=dict)
+    # tenant id -> priority (an integer, higher first, or a criticality), for all its requests
+    # or per request class ({interactive: P, batch: P}); what is not named takes its class's
+    # band (interactive 1, batch 0): today's two lanes
+    priorities: dict[str, Priority | dict[ClassName, Priority]] = Field(default_factory=dict)
     band_selection: BandSelection = Field(default_factory=BandSelection)
-    fairness: Literal["global_strict", "round_robin", "las"] = "global_strict"
+    # `scheduler`: today's `scheduler.policy` picks the flow, one instance per band (or, when
+    # the bands are exactly today's two classes, one over both, as without flow control)
+    fairness: Literal["global_strict", "round_robin", "las", "scheduler"] = "global_strict"
     las: Las = Field(default_factory=Las)
     ordering: Literal["fcfs", "edf", "slo_deadline"] = "fcfs"
     saturation: Saturation | None = None
@@ -119,14 +123,12 @@ class FlowControl(_Spec):
             raise ValueError("bands: a priority is listed twice")
         return self
 
-    def tenant_priority(self, tenant_id: str, priority_class: str) -> int:
+    def flow_priority(self, tenant_id: str, priority_class: str) -> int | str:
+        """The priority (or criticality) of a tenant's requests of one class."""
         given = self.priorities.get(tenant_id)
-        if given is None:
-            return CLASS_PRIORITY[priority_class]
-        return CRITICALITY[given] if isinstance(given, str) else given
-
-    def is_sheddable(self, tenant_id: str) -> bool:
-        return self.priorities.get(tenant_id) == "sheddable"
+        if isinstance(given, dict):
+            given = given.get(priority_class)
+        return CLASS_PRIORITY[priority_class] if given is None else given
 
     def ttl_ms(self, pool_empty: bool) -> float:
         if pool_empty and self.no_endpoint_request_ttl_ms is not None:

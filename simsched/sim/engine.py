@@ -85,7 +85,7 @@ def run_variant(
     """Simulate `table` under `scenario`; `progress(done, total)` as requests are delivered."""
     tenants = scenario.tenants
     flow = scenario.flow_control  # llm-d flow control (sim/flow/), None on the default path
-    lanes = Lanes(len(tenants)) if flow is None else flow_wiring.flow_lanes(scenario)
+    lanes = Lanes(len(tenants)) if flow is None else flow_wiring.flow_lanes(scenario, table)
     reactive = has_reactive(scenario)  # sessions or closed-loop clients (reactive.py)
     model = SERVICE_MODELS[scenario.cluster.service_model]
     timing = ArrivalGateway if scenario.admission.evaluate_at == "arrival" else TickGateway

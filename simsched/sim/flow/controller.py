@@ -11,8 +11,8 @@ import simpy
 
 from simsched.config.flow_control import FlowControl
 from simsched.sim.flow.band_selection import build_band_selection
-from simsched.sim.flow.bands import BandPlan
-from simsched.sim.flow.fairness import build_fairness
+from simsched.sim.flow.bands import BandPlan, flow_of
+from simsched.sim.flow.fairness import FairnessPolicy
 from simsched.sim.flow.guardrails import Guardrails
 from simsched.sim.flow.queues import FlowQueues
 from simsched.sim.flow.saturation import ScrapedSaturation, build_detector
@@ -49,6 +49,7 @@ class FlowController:
         flow: FlowControl,
         plan: BandPlan,
         queues: FlowQueues,
+        fairness: FairnessPolicy,
         env: simpy.Environment,
         cluster,
         recorder: Recorder,
@@ -56,7 +57,7 @@ class FlowController:
     ) -> None:
         self.flow, self.plan, self.queues = flow, plan, queues
         self.env, self.cluster, self.recorder = env, cluster, recorder
-        self.fairness = build_fairness(flow, queues.tenant_count)
+        self.fairness = fairness
         self.band_selection = build_band_selection(plan, flow.band_selection)
         spec = flow.saturation
         refresh = spec.refresh_ms if spec is not None else 0.0
@@ -73,7 +74,8 @@ class FlowController:
     # --- arrival ------------------------------------------------------------------------------
     def judge(self, request: Request, now: float) -> str | None:
         """A shed reason, or None to queue it (then `queued` must follow)."""
-        if self.plan.sheddable[request.tenant] and self.saturation.read(now) >= 1.0:
+        sheddable = self.plan.sheddable[flow_of(request.tenant, request.lane)]
+        if sheddable and self.saturation.read(now) >= 1.0:
             return SHED_SHEDDABLE
         verdict = self.guardrails.verdict(request, self.queues)
         if verdict is None:
@@ -100,25 +102,26 @@ class FlowController:
         for band in self.band_selection.order(backlogged, saturation):
             if not is_open[band]:
                 continue
-            request = self._take(band, now)
+            request = self._take(band, now, is_open)
             if request is not None:
-                self.band_selection.dispatched(band, request.service_tokens)
+                self.band_selection.dispatched(queues.band_of(request), request.service_tokens)
                 return request
         if not any(queues.band_requests):  # every queued request had expired
             return None
         return Hold(self.saturation.next_scrape_ms(now))
 
-    def _take(self, band: int, now: float) -> Request | None:
+    def _take(self, band: int, now: float, is_open: list[bool]) -> Request | None:
         """The band's next request, expiring those whose TTL has run out on the way."""
         while True:
-            tenant = self.fairness.pick(self.queues, band, now)
-            if tenant is None:
+            flow = self.fairness.pick(self.queues, band, now, is_open)
+            if flow is None:
                 return None
-            head = self.queues.head(tenant)
+            head = self.queues.head(flow)
+            assert head is not None
             if self._expired(head, now):
                 self._expire(head, now)
                 continue
-            request = self.queues.take(tenant)
+            request = self.queues.take(flow)
             self.fairness.dispatched(request, now)
             return request
 

@@ -1,4 +1,5 @@
-"""The flow queues: per band, per tenant (a flow), a heap in the ordering policy's key.
+"""The flow queues: one heap per flow (a tenant's requests of one class), in the ordering
+policy's key, ties by arrival order.
 
 Also the lanes' read-only totals (`lane_size`, `queued_kv_blocks`, `pending_service_tokens`,
 `total_size`), so that the gateway's admission rules, the KV gate and the timeline sampler work
@@ -11,7 +12,7 @@ from __future__ import annotations
 import heapq
 
 from simsched.config.classes import CLASS_NAMES
-from simsched.sim.flow.bands import BandPlan
+from simsched.sim.flow.bands import BandPlan, flow_of
 from simsched.sim.flow.ordering import OrderingPolicy
 from simsched.sim.requests import Request
 
@@ -22,14 +23,15 @@ class FlowQueues:
     ) -> None:
         self.plan = plan
         self.tenant_count = tenant_count
+        self.flow_count = tenant_count * len(CLASS_NAMES)
         self.ordering = ordering
         self.bytes_per_token = bytes_per_token
-        self._heaps: list[list[tuple[float, int, Request]]] = [[] for _ in range(tenant_count)]
+        self._heaps: list[list[tuple[float, int, Request]]] = [[] for _ in range(self.flow_count)]
         self._queued: dict[int, Request] = {}  # seq -> request, while queued
         self._ttl: dict[int, float] = {}  # seq -> the TTL it was queued with
         self.band_requests = [0] * plan.count
         self.band_bytes = [0] * plan.count
-        self.flow_sizes = [0] * tenant_count
+        self.flow_sizes = [0] * self.flow_count
         self.total_bytes = 0
         self._sizes = [0 for _ in CLASS_NAMES]
         self._kv_blocks = [0 for _ in CLASS_NAMES]
@@ -40,21 +42,22 @@ class FlowQueues:
         return int(request.prefill_tokens * self.bytes_per_token)
 
     def band_of(self, request: Request) -> int:
-        return self.plan.band_of_tenant[request.tenant]
+        return self.plan.band_of_flow[flow_of(request.tenant, request.lane)]
 
     def push(self, request: Request) -> None:
         ttl = self.ttl_for_next
         key = self.ordering.key(request, ttl)
-        heapq.heappush(self._heaps[request.tenant], (key, request.seq, request))
+        flow = flow_of(request.tenant, request.lane)
+        heapq.heappush(self._heaps[flow], (key, request.seq, request))
         self._queued[request.seq] = request
         self._ttl[request.seq] = ttl
         self._count(request, 1)
 
-    def take(self, tenant: int) -> Request:
+    def take(self, flow: int) -> Request:
         """The flow's first request, out of its queue."""
-        request = self.head(tenant)
+        request = self.head(flow)
         assert request is not None, "take() from an empty flow"
-        heapq.heappop(self._heaps[tenant])
+        heapq.heappop(self._heaps[flow])
         self._leave(request)
         return request
 
@@ -65,12 +68,18 @@ class FlowQueues:
         self._leave(request)
         return True
 
-    def head(self, tenant: int) -> Request | None:
-        heap = self._heaps[tenant]
+    def head(self, flow: int) -> Request | None:
+        heap = self._heaps[flow]
         queued = self._queued
         while heap and heap[0][1] not in queued:
             heapq.heappop(heap)  # left by TTL
         return heap[0][2] if heap else None
+
+    def head_key(self, flow: int) -> tuple[float, int]:
+        """The flow's head's (ordering key, seq); the flow must not be empty."""
+        head = self.head(flow)
+        assert head is not None
+        return self.ordering.key(head, self._ttl[head.seq]), head.seq
 
     def ttl_of(self, request: Request) -> float:
         return self._ttl[request.seq]
@@ -79,8 +88,8 @@ class FlowQueues:
         return request.seq in self._queued
 
     def flows_in_band(self, band: int) -> list[int]:
-        band_of = self.plan.band_of_tenant
-        return [t for t in range(self.tenant_count) if band_of[t] == band and self.flow_sizes[t]]
+        band_of, sizes = self.plan.band_of_flow, self.flow_sizes
+        return [f for f in range(self.flow_count) if band_of[f] == band and sizes[f]]
 
     def _leave(self, request: Request) -> None:
         del self._queued[request.seq]
@@ -92,8 +101,8 @@ class FlowQueues:
         self.band_requests[band] += sign
         self.band_bytes[band] += sign * size
         self.total_bytes += sign * size
-        self.flow_sizes[request.tenant] += sign
         lane = request.lane
+        self.flow_sizes[flow_of(request.tenant, lane)] += sign
         self._sizes[lane] += sign
         self._kv_blocks[lane] += sign * request.kv_blocks
         self._service_tokens[lane] += sign * request.service_tokens
