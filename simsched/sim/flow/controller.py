@@ -61,7 +61,9 @@ class FlowController:
         self.band_selection = build_band_selection(plan, flow.band_selection)
         spec = flow.saturation
         refresh = spec.refresh_ms if spec is not None else 0.0
-        self.saturation = ScrapedSaturation(build_detector(spec, kv_block_tokens), cluster, refresh)
+        fresh = spec is not None and spec.detector == "concurrency"  # the gateway's own counts
+        detector = build_detector(spec, kv_block_tokens)
+        self.saturation = ScrapedSaturation(detector, cluster, refresh, fresh)
         hysteresis = spec.hysteresis if spec is not None else 0.0
         self.gate = BandGate(build_usage_limit(flow.usage_limit), plan.count, hysteresis)
         self.guardrails = Guardrails(flow, plan)

@@ -10,7 +10,9 @@ A detector turns the replicas' state into a pool saturation (1.0: full):
 
 `ScrapedSaturation` reads the replicas at most once per `refresh_ms`: a read within
 `refresh_ms` of the last scrape returns the value then computed (metrics as production
-scrapes them; llm-d's --refresh-metrics-interval is 50 ms).
+scrapes them; llm-d's --refresh-metrics-interval is 50 ms). The concurrency detector counts
+what the gateway itself dispatched and saw finish, so llm-d reads it synchronously: it is never
+stale (`fresh`), and `refresh_ms` is only how often a held dispatch looks again.
 """
 
 from __future__ import annotations
@@ -61,15 +63,18 @@ class NoDetector:
 
 
 class ScrapedSaturation:
-    def __init__(self, detector: SaturationDetector, cluster, refresh_ms: float) -> None:
+    def __init__(
+        self, detector: SaturationDetector, cluster, refresh_ms: float, fresh: bool = False
+    ) -> None:
         self.detector = detector
         self.cluster = cluster
         self.refresh_ms = refresh_ms
+        self.fresh = fresh
         self.scraped_at: float | None = None
         self.value = 0.0
 
     def read(self, now: float) -> float:
-        due = self.scraped_at is None or now >= self.scraped_at + self.refresh_ms
+        due = self.fresh or self.scraped_at is None or now >= self.scraped_at + self.refresh_ms
         if due:
             self.value = self.detector.saturation(self.cluster.snapshot())
             self.scraped_at = now
@@ -77,9 +82,9 @@ class ScrapedSaturation:
 
     def next_scrape_ms(self, now: float) -> float:
         """The first instant after `now` at which a read sees new metrics."""
-        if self.scraped_at is None or self.refresh_ms == 0:
+        if self.scraped_at is None:
             return now
-        return self.scraped_at + self.refresh_ms
+        return (now if self.fresh else self.scraped_at) + self.refresh_ms
 
 
 def build_detector(spec: Saturation | None, kv_block_tokens: int) -> SaturationDetector:

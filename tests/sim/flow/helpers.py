@@ -26,13 +26,15 @@ def tenant(name: str, count: int, start_ms: float = 0.0, priority: str = "intera
     }
 
 
-def scenario(tenants: list[dict], flow: dict[str, Any], hold_factor: float = 1.0):
+def scenario(
+    tenants: list[dict], flow: dict[str, Any], hold_factor: float = 1.0, kv_blocks: int = 100_000
+):
     raw = {
         "name": "flow",
         "tenants": tenants,
         "cluster": {
             "service_model": "token_server",
-            "total_kv_blocks": 100_000,
+            "total_kv_blocks": kv_blocks,
             "kv_block_tokens": 16,
             "service_tokens_per_ms": 1.0,
             "kv_hold_factor": hold_factor,

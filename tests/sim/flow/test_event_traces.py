@@ -65,48 +65,41 @@ def test_with_no_endpoints_the_ttl_is_the_no_endpoint_one_and_answers_503() -> N
     assert got["late-000000"][:3] == ("admitted", 1000.0, 100.0)
 
 
-def test_saturation_holds_dispatch_until_a_scrape_sees_room() -> None:
+def test_saturation_holds_dispatch_until_a_look_sees_room() -> None:
     # tokens mode: one request's KV (7 blocks, 112 tokens) is the whole capacity, so a held
     # request reads as saturation 1.0 and gates every band (static ceiling 1.0). KV is held
-    # 3 x 100 ms: r0's until 300. Scrapes (refresh 50): 0 (empty: r0 goes), 100, 150, 200,
-    # 250 (held), 300 (released just before: r1 goes), then r1's KV until 600: 400..550 held,
-    # 600 frees: r2 goes.
-    flow = {
-        "saturation": {
-            "detector": "concurrency",
-            "mode": "tokens",
-            "max_token_concurrency": BLOCK_TOKENS,
-            "refresh_ms": 50,
-        }
-    }
+    # 3 x 100 ms: r0's until 300. Held dispatch looks again every 50 ms: 100, 150, 200, 250
+    # (held), 300 (released just before: r1 goes); r1's KV until 600: r2 at 600.
+    flow = {"saturation": CONCURRENCY | {"refresh_ms": 50}}
     s = scenario([tenant("t", 3)], flow, hold_factor=3.0)
     assert dispatch_times(s, "t") == [0, 300, 600]
 
 
-def test_stale_metrics_keep_dispatch_held_until_the_next_scrape() -> None:
-    # refresh 70: scrapes at 0, 100, 170, 240 (held), 310 (r0's KV went at 300): r1 at 310,
-    # its KV held to 610; scrapes 410, 480, 550 (held), 620: r2 at 620.
-    flow = {
-        "saturation": {
-            "detector": "concurrency",
-            "mode": "tokens",
-            "max_token_concurrency": BLOCK_TOKENS,
-            "refresh_ms": 70,
-        }
-    }
+CONCURRENCY = {"detector": "concurrency", "mode": "tokens", "max_token_concurrency": BLOCK_TOKENS}
+# utilization of a 7-block pool with kv_cache_util_threshold 1: one request held reads 1.0
+UTILIZATION = {"detector": "utilization", "kv_cache_util_threshold": 1.0, "refresh_ms": 150}
+
+
+def test_stale_utilization_metrics_let_a_request_through_a_saturated_pool() -> None:
+    # scraped at 0 (empty): r0 at 0; at 100 the last scrape (0) is under 150 ms old, so the
+    # gateway still sees an empty pool and sends r1 although r0 holds its KV to 300. Scrape at
+    # 200: both held (2.0), hold to 350: r1 still held (1.0), hold to 500: free, r2 at 500.
+    s = scenario([tenant("t", 3)], {"saturation": UTILIZATION}, hold_factor=3.0, kv_blocks=7)
+    assert dispatch_times(s, "t") == [0, 100, 500]
+
+
+def test_the_concurrency_detector_is_never_stale() -> None:
+    # the same pool read at once: at 100 r0 is held, look again at 250 (held), 400 (free): r1;
+    # r1 holds to 700: looks at 500, 650 (held), 800: r2
+    flow = {"saturation": CONCURRENCY | {"refresh_ms": 150}}
     s = scenario([tenant("t", 3)], flow, hold_factor=3.0)
-    assert dispatch_times(s, "t") == [0, 310, 620]
+    assert dispatch_times(s, "t") == [0, 400, 800]
 
 
 def test_sheddable_traffic_is_rejected_while_saturated() -> None:
     flow = {
         "priorities": {"bulk": "sheddable"},
-        "saturation": {
-            "detector": "concurrency",
-            "mode": "tokens",
-            "max_token_concurrency": BLOCK_TOKENS,
-            "refresh_ms": 50,
-        },
+        "saturation": CONCURRENCY,
     }
     # t's r0 is dispatched at 0 and holds its KV to 300; bulk arrives at 120 (scrape: 1.0)
     tenants = [tenant("t", 1), tenant("bulk", 1, start_ms=120)]
