@@ -92,3 +92,12 @@ def test_the_tables_name_each_flow_shed_reason(result) -> None:
     assert ttl["shed_queue_ttl"] == ttl["shed"]
     empty = tenants[(tenants.variant == "no_endpoints") & (tenants.tenant_id == "all")].iloc[0]
     assert empty["shed_queue_ttl_no_endpoints"] + empty["shed_queue_ttl"] == empty["shed"]
+
+
+@pytest.mark.parametrize("variant", ["concurrency_detector", "utilization_detector"])
+def test_fast_forward_changes_nothing(variant: str) -> None:
+    runs = [
+        simsched.simulate(simsched.load_scenario(FLOOD, [f"cluster.fast_forward={on}"]), [variant])
+        for on in ("true", "false")
+    ]
+    pd.testing.assert_frame_equal(runs[0].requests, runs[1].requests)
