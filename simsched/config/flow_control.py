@@ -17,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from simsched.config.spec_base import NonNegativeFloat, PositiveFloat
 
-# llm-d's criticality levels, as band priorities: only their order matters (higher first).
-CRITICALITY = {"critical": 2, "standard": 1, "sheddable": 0}
+# llm-d's criticality levels as band priorities (higher first); llm-d calls any priority below
+# 0 sheddable (pkg/epp/util/request.IsSheddable), so `sheddable` is -1.
+CRITICALITY = {"critical": 1, "standard": 0, "sheddable": -1}
 # Today's classes as bands when no priority is given: interactive before batch.
 CLASS_PRIORITY = {"interactive": 1, "batch": 0}
 

@@ -15,7 +15,7 @@ LANES = len(CLASS_NAMES)
 class BandPlan:
     priorities: tuple[int, ...]  # per band, highest first
     band_of_flow: tuple[int, ...]  # per flow
-    sheddable: tuple[bool, ...]  # per flow: llm-d's `sheddable` criticality
+    sheddable: tuple[bool, ...]  # per flow: a priority below 0, as llm-d's IsSheddable
 
     @property
     def count(self) -> int:
@@ -41,12 +41,13 @@ def plan_bands(flow: FlowControl, tenants, active: set[int] | None = None) -> Ba
     wanted = [CRITICALITY[g] if isinstance(g, str) else g for g in given]
     used = range(len(wanted)) if active is None else sorted(active)
     priorities = tuple(sorted({wanted[f] for f in used}, reverse=True)) or (0,)
+    sheddable = tuple(w < 0 for w in wanted)
     wanted = [w if w in priorities else priorities[-1] for w in wanted]  # idle flows: any band
     index = {priority: band for band, priority in enumerate(priorities)}
     return BandPlan(
         priorities,
         tuple(index[p] for p in wanted),
-        tuple(g == "sheddable" for g in given),
+        sheddable,
     )
 
 
