@@ -9,6 +9,8 @@ import pandas as pd
 
 from simsched.sim.flow.controller import FLOW_SHED_REASONS
 
+__all__ = ["FLOW_SHED_REASONS", "REASON_LABELS", "with_flow_shed_columns"]
+
 REASON_LABELS = {
     "shed_queue_capacity": "shed: queue capacity (max_requests/max_bytes)",
     "shed_band_capacity": "shed: band capacity (max_requests/max_bytes)",
