@@ -22,6 +22,7 @@ from pydantic import (
 
 from simsched.config.arrival_kinds import ArrivalSpec
 from simsched.config.cluster import ClusterConfig, TokenServerConfig
+from simsched.config.flow_control import FlowControl
 from simsched.config.length_specs import LengthSpec
 from simsched.config.limits import Limits
 from simsched.config.load_scale import unscalable_tenant
@@ -177,6 +178,7 @@ class Scenario(Model):
     cluster: ClusterConfig = Field(default_factory=TokenServerConfig)
     scheduler: Scheduler = Field(default_factory=Scheduler)
     admission: Admission = Field(default_factory=Admission)
+    flow_control: FlowControl | None = None  # llm-d flow control (docs/flow_control.md)
     slo: Slo = Field(default_factory=Slo)
     timeline: Timeline = Field(default_factory=Timeline)
     limits: Limits = Field(default_factory=Limits)
@@ -196,6 +198,14 @@ class Scenario(Model):
     def _someone_sends_requests(self) -> Scenario:
         if self.trace is None and all(t.arrivals is None and t.trace is None for t in self.tenants):
             raise ValueError("no tenant sends requests (no arrivals, no trace, no scenario trace)")
+        return self
+
+    @model_validator(mode="after")
+    def _flow_priorities_name_tenants(self) -> Scenario:
+        flow, known = self.flow_control, set(self.tenant_ids())
+        unknown = sorted(set(flow.priorities) - known) if flow is not None else []
+        if unknown:
+            raise ValueError(f"flow_control.priorities: unknown tenant {unknown[0]!r}")
         return self
 
     @model_validator(mode="after")

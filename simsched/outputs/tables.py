@@ -9,6 +9,7 @@ import pandas as pd
 
 from simsched.config.classes import BATCH, INTERACTIVE
 from simsched.outputs.cluster_table import cluster_rows, table_notes
+from simsched.results.flow_shed import REASON_LABELS as FLOW_REASON_LABELS
 from simsched.results.frames import SimulationResult
 from simsched.sim.recorder import SHED_REASONS
 
@@ -63,6 +64,9 @@ def _overall_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
                 [str(s["shed_reasons"].get(reason, 0)) for s in summaries],
             )
         )
+    for reason, label in FLOW_REASON_LABELS.items():  # flow control's, where a run has them
+        if any(reason in s["shed_reasons"] for s in summaries):
+            rows.append((f"  {label}", [str(s["shed_reasons"].get(reason, 0)) for s in summaries]))
     rows += [
         ("  p50 TTFT ms, interactive", _class_ms(result, "interactive_p50_ttft_ms", INTERACTIVE)),
         ("  p99 TTFT ms, interactive", _class_ms(result, "interactive_p99_ttft_ms", INTERACTIVE)),
@@ -115,6 +119,9 @@ def _tenant_rows(
     ]
     for reason in SHED_REASONS:
         rows.append((f"  {REASON_LABELS[reason]}", column(reason)))
+    for reason, label in FLOW_REASON_LABELS.items():  # flow control's, where a run has them
+        if any(row.get(reason, 0) for row in per_variant):
+            rows.append((f"  {label}", column(reason)))
     rows += [
         ("  p50 TTFT ms", column("p50_ttft_ms", _ms)),
         ("  p99 TTFT ms", column("p99_ttft_ms", _ms)),

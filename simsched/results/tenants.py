@@ -21,6 +21,7 @@ import pandas as pd
 
 from simsched.config.classes import CLASS_NAMES
 from simsched.config.loading import resolve_variants
+from simsched.results.flow_shed import with_flow_shed_columns
 from simsched.results.frames import SimulationResult, admitted
 from simsched.results.percentiles import nearest_rank
 from simsched.sim.recorder import SHED_REASONS
@@ -60,7 +61,7 @@ def tenant_metric_rows(
         overall |= {"priority": "", "weight": total_weight, "service_share": 1.0}
         overall |= {"weight_share": 1.0, "slo_met": all(r["slo_met"] for r in rows)}
         rows.append(overall)
-    return [_ordered(row) for row in rows]
+    return with_flow_shed_columns([_ordered(row) for row in rows], frame, scenario)
 
 
 def good_requests(frame: pd.DataFrame, slo) -> np.ndarray:

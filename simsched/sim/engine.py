@@ -17,6 +17,8 @@ from simsched.errors import InputError
 from simsched.sim.cluster.registry import SERVICE_MODELS
 from simsched.sim.dispatcher import Stages, scheduler_process
 from simsched.sim.feed import Feed
+from simsched.sim.flow import wiring as flow_wiring
+from simsched.sim.flow.dispatch import flow_scheduler_process
 from simsched.sim.gateway import AdmissionRules, AdmitAll, ArrivalGateway, TickGateway
 from simsched.sim.kernel import LeanEnvironment, SimEnvironment
 from simsched.sim.kv_gate import KvGate
@@ -82,14 +84,19 @@ def run_variant(
 ) -> VariantRun:
     """Simulate `table` under `scenario`; `progress(done, total)` as requests are delivered."""
     tenants = scenario.tenants
-    lanes = Lanes(len(tenants))
+    flow = scenario.flow_control  # llm-d flow control (sim/flow/), None on the default path
+    lanes = Lanes(len(tenants)) if flow is None else flow_wiring.flow_lanes(scenario, table)
     reactive = has_reactive(scenario)  # sessions or closed-loop clients (reactive.py)
     model = SERVICE_MODELS[scenario.cluster.service_model]
     timing = ArrivalGateway if scenario.admission.evaluate_at == "arrival" else TickGateway
     if reactive:
         timing = ReactiveTickGateway if timing is TickGateway else timing
-    env = _kernel(model, timing, reactive)
+    if flow is not None:
+        flow_wiring.refuse_reactive(reactive)
+    env = _kernel(model, timing, reactive or flow is not None)  # flow control waits on events
     codes = scenario.admission.shed_status_codes
+    if flow is not None:
+        codes = flow_wiring.flow_status_codes(codes)
     recorder = GrowingRecorder(codes, env) if reactive else Recorder(len(table), codes)
     seeded = {"seed": scenario.seed} if getattr(model, "uses_seed", False) else {}
     cluster = model(env, scenario.cluster, recorder, **seeded)
@@ -102,12 +109,19 @@ def run_variant(
         if screening
         else AdmitAll()
     )
+    controller = None
+    if flow is not None:
+        controller = flow_wiring.build_flow_control(scenario, lanes, env, cluster, recorder)
+        rules = flow_wiring.FlowAdmission(rules, controller)
     feed = Feed(table, *request_costs(scenario, table), progress=progress)
     if reactive:
         feed = reactive_feed(env, scenario, feed, recorder, cost_of(scenario))
     gateway = timing(env, feed, rules, lanes, buckets, recorder)
     stages = Stages(env, policy, lanes, gateway, gate, cluster, buckets, recorder)
-    env.process(scheduler_process(stages))
+    if controller is None:
+        env.process(scheduler_process(stages))
+    else:
+        env.process(flow_scheduler_process(stages, controller))
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
     _run_bounded(env, scenario, recorder)
     kv_peak_ratio = cluster.kv_peak_ratio()

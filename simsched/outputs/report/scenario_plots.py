@@ -13,6 +13,7 @@ import pandas as pd
 
 from simsched.outputs.report.data import ScenarioData
 from simsched.outputs.report.page import Plot, decorate, figure, save, variant_panels
+from simsched.results.flow_shed import FLOW_SHED_REASONS
 from simsched.results.frames import admitted
 from simsched.sim.recorder import SHED_REASONS
 
@@ -146,13 +147,15 @@ def cumulative_shares(rows: pd.DataFrame, tenants: list[str]) -> tuple[np.ndarra
 
 def shed_counts(data: ScenarioData, folder: Path) -> Plot | None:
     """Shed requests by reason; None (no plot) when nothing was shed: the index says so."""
-    if not data.tenants[list(SHED_REASONS)].to_numpy(dtype=float).any():
+    columns = data.tenants.columns  # flow control's reasons where the scenario has them
+    reasons = [*SHED_REASONS, *(r for r in FLOW_SHED_REASONS if r in columns)]
+    if not data.tenants[reasons].to_numpy(dtype=float).any():
         return None
     fig, axes = figure(1, 1, width=8, height=0.9 + 0.35 * len(data.tenants))
     ax = axes[0][0]
     labels = [f"{row.variant} / {row.tenant_id}" for row in data.tenants.itertuples()]
     left = np.zeros(len(labels))
-    for reason in SHED_REASONS:
+    for reason in reasons:
         counts = data.tenants[reason].to_numpy(dtype=float)
         ax.barh(labels, counts, left=left, label=reason.removeprefix("shed_").replace("_", " "))
         left += counts

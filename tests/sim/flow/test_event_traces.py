@@ -1,0 +1,127 @@
+"""Exact event traces through the whole simulation: band selection, TTL expiry at its instant,
+no endpoints, saturation holding dispatch with stale metrics. Every expected instant is worked
+out by hand from helpers.py's arithmetic (each request takes 100 ms on the token server)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from helpers import BLOCK_TOKENS, dispatch_times, outcomes, scenario, tenant  # noqa: E402
+
+TWO = [tenant("hi", 6), tenant("lo", 6)]
+BANDS = {"hi": 1, "lo": 0}
+
+
+def test_strict_bands_serve_the_low_band_only_when_the_high_one_is_empty() -> None:
+    s = scenario(TWO, {"priorities": BANDS})
+    assert dispatch_times(s, "hi") == [0, 100, 200, 300, 400, 500]
+    assert dispatch_times(s, "lo") == [600, 700, 800, 900, 1000, 1100]
+
+
+def test_cross_band_wfq_serves_bands_in_proportion_to_their_weights() -> None:
+    # weights 3:1, 100 service tokens each: counts (hi/3, lo/1) go
+    # t=0 tie -> hi (33.3); 100 lo (100); 200 hi (66.7); 300 hi (100); 400 tie -> hi (133.3);
+    # 500 lo (200); 600 hi (166.7); 700 hi (200); then only lo is left: 800..1100.
+    flow = {"priorities": BANDS, "band_selection": {"policy": "wfq", "weights": {1: 3, 0: 1}}}
+    s = scenario(TWO, flow)
+    assert dispatch_times(s, "hi") == [0, 200, 300, 400, 600, 700]
+    assert dispatch_times(s, "lo") == [100, 500, 800, 900, 1000, 1100]
+
+
+def test_wfq_below_its_activation_saturation_stays_strict() -> None:
+    flow = {
+        "priorities": BANDS,
+        "band_selection": {"policy": "wfq", "weights": {1: 3, 0: 1}, "activate_at": 0.5},
+    }
+    s = scenario(TWO, flow)  # no detector: saturation reads 0
+    assert dispatch_times(s, "lo") == [600, 700, 800, 900, 1000, 1100]
+
+
+def test_a_request_expires_exactly_at_arrival_plus_ttl_with_a_429() -> None:
+    # r0 at 0 runs 0-100; r1 (arrived 1) runs 100-200; r2 (arrived 2) would start at 200 but
+    # its 150 ms TTL runs out at 152.
+    got = outcomes(scenario([tenant("t", 3)], {"request_ttl_ms": 150}))
+    assert got["t-000001"][:2] == ("admitted", 100.0)
+    assert got["t-000002"] == ("shed_queue_ttl", got["t-000002"][1], 150.0, 429)
+
+
+def test_a_ttl_running_out_at_a_dispatch_instant_expires_first() -> None:
+    # r2's TTL of 198 ms ends at 200, the instant the server frees: it is not dispatched
+    got = outcomes(scenario([tenant("t", 3)], {"request_ttl_ms": 198}))
+    assert got["t-000002"][0] == "shed_queue_ttl"
+    assert got["t-000002"][2] == 198.0
+
+
+def test_with_no_endpoints_the_ttl_is_the_no_endpoint_one_and_answers_503() -> None:
+    flow = {"request_ttl_ms": 5000, "no_endpoint_request_ttl_ms": 300, "pool_empty_until_ms": 1000}
+    tenants = [tenant("early", 2), tenant("late", 1, start_ms=900)]
+    got = outcomes(scenario(tenants, flow))
+    assert got["early-000000"] == ("shed_queue_ttl_no_endpoints", got["early-000000"][1], 300, 503)
+    assert got["early-000001"][2:] == (300.0, 503)
+    # queued at 900 with the no-endpoint TTL (1200), the pool has endpoints from 1000
+    assert got["late-000000"][:3] == ("admitted", 1000.0, 100.0)
+
+
+def test_saturation_holds_dispatch_until_a_look_sees_room() -> None:
+    # tokens mode: one request's KV (7 blocks, 112 tokens) is the whole capacity, so a held
+    # request reads as saturation 1.0 and gates every band (static ceiling 1.0). KV is held
+    # 3 x 100 ms: r0's until 300. Held dispatch looks again every 50 ms: 100, 150, 200, 250
+    # (held), 300 (released just before: r1 goes); r1's KV until 600: r2 at 600.
+    flow = {"saturation": CONCURRENCY | {"refresh_ms": 50}}
+    s = scenario([tenant("t", 3)], flow, hold_factor=3.0)
+    assert dispatch_times(s, "t") == [0, 300, 600]
+
+
+CONCURRENCY = {"detector": "concurrency", "mode": "tokens", "max_token_concurrency": BLOCK_TOKENS}
+# utilization of a 7-block pool with kv_cache_util_threshold 1: one request held reads 1.0
+UTILIZATION = {"detector": "utilization", "kv_cache_util_threshold": 1.0, "refresh_ms": 150}
+
+
+def test_stale_utilization_metrics_let_a_request_through_a_saturated_pool() -> None:
+    # scraped at 0 (empty): r0 at 0; at 100 the last scrape (0) is under 150 ms old, so the
+    # gateway still sees an empty pool and sends r1 although r0 holds its KV to 300. Scrape at
+    # 200: both held (2.0), hold to 350: r1 still held (1.0), hold to 500: free, r2 at 500.
+    s = scenario([tenant("t", 3)], {"saturation": UTILIZATION}, hold_factor=3.0, kv_blocks=7)
+    assert dispatch_times(s, "t") == [0, 100, 500]
+
+
+def test_the_concurrency_detector_is_never_stale() -> None:
+    # the same pool read at once: at 100 r0 is held, look again at 250 (held), 400 (free): r1;
+    # r1 holds to 700: looks at 500, 650 (held), 800: r2
+    flow = {"saturation": CONCURRENCY | {"refresh_ms": 150}}
+    s = scenario([tenant("t", 3)], flow, hold_factor=3.0)
+    assert dispatch_times(s, "t") == [0, 400, 800]
+
+
+def test_sheddable_traffic_is_rejected_while_saturated() -> None:
+    flow = {
+        "priorities": {"bulk": "sheddable"},
+        "saturation": CONCURRENCY,
+    }
+    # t's r0 is dispatched at 0 and holds its KV to 300; bulk arrives at 120 (scrape: 1.0)
+    tenants = [tenant("t", 1), tenant("bulk", 1, start_ms=120)]
+    got = outcomes(scenario(tenants, flow, hold_factor=3.0))
+    assert got["bulk-000000"][0] == "shed_sheddable_saturated"
+    assert got["bulk-000000"][3] == 429
+
+
+def test_guardrails_reject_over_the_queue_limits() -> None:
+    # all 5 arrive in 0-4 ms while r0 runs: r0 leaves the queue at 0, r1 and r2 fill it
+    got = outcomes(scenario([tenant("t", 5)], {"max_requests": 2}))
+    reasons = [got[f"t-00000{i}"][0] for i in range(5)]
+    assert reasons == ["admitted", "admitted", "admitted", "shed_queue_capacity"] + [
+        "shed_queue_capacity"
+    ]
+
+
+def test_a_band_byte_limit_rejects_only_its_band() -> None:
+    # 96 prompt tokens x 4 bytes = 384 bytes a request; band 0 holds at most 2 queued
+    flow = {"priorities": BANDS, "bands": [{"priority": 0, "max_bytes": 768}]}
+    got = outcomes(scenario([tenant("hi", 4), tenant("lo", 4)], flow))
+    lo = [got[f"lo-00000{i}"][0] for i in range(4)]
+    hi = [got[f"hi-00000{i}"][0] for i in range(4)]
+    assert hi == ["admitted"] * 4
+    assert lo == ["admitted", "admitted", "shed_band_capacity", "shed_band_capacity"]
