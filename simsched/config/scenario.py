@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from simsched.config.arrival_kinds import ArrivalSpec
+from simsched.config.chargeback import ChargebackSpec, chargeback_problem
 from simsched.config.cluster import ClusterConfig, TokenServerConfig
 from simsched.config.length_specs import LengthSpec
 from simsched.config.limits import Limits
@@ -181,6 +182,8 @@ class Scenario(Model):
     timeline: Timeline = Field(default_factory=Timeline)
     limits: Limits = Field(default_factory=Limits)
     variants: list[Variant] = Field(default_factory=list)
+    # per-tenant cost and energy (config/chargeback.py); None: not measured, outputs unchanged
+    chargeback: ChargebackSpec | None = None
     # The folder relative paths in the file are read from (not a setting: `load_scenario` sets
     # it), so that `with_overrides` resolves a new relative path exactly as `--set` does.
     # None for a scenario built in Python: its relative paths stay relative to the working folder.
@@ -213,6 +216,13 @@ class Scenario(Model):
                 f"cluster.replicas ({replicas:,}) exceeds limits.max_replicas ({most:,}); "
                 "raise that limit if the machine can simulate them"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _chargeback_applies(self) -> Scenario:
+        problem = chargeback_problem(self.chargeback, self.cluster)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @field_validator("variants")

@@ -15,10 +15,12 @@ from the first token.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import simpy
 
+from simsched.sim.cluster.attribution import NO_ATTRIBUTION, IterationObserver
 from simsched.sim.cluster.latency import build_latency, sustained_tokens_per_ms
 from simsched.sim.cluster.replica import NoObserver, Replica
 from simsched.sim.cluster.router import build_router
@@ -38,11 +40,17 @@ class ContinuousBatching:
         recorder: Recorder,
         observer: Any = None,
         seed: int = 0,
+        attribution: Callable[[Any], IterationObserver] = lambda latency: NO_ATTRIBUTION,
     ) -> None:
         self.env = env
         self.recorder = recorder
         latency = build_latency(config)
-        self.replicas = [Replica(env, i, config, latency, recorder) for i in range(config.replicas)]
+        # one observer for all replicas: per-tenant chargeback sums over the fleet
+        self.attribution = attribution(latency)
+        self.replicas = [
+            Replica(env, i, config, latency, recorder, self.attribution)
+            for i in range(config.replicas)
+        ]
         for replica in self.replicas:
             replica.on_room = self._room_appeared
             replica.observer = observer or NoObserver()
@@ -111,6 +119,10 @@ class ContinuousBatching:
     def utilisation(self) -> list[ReplicaUsage]:
         """Per replica: what its GPU did over the run (utilisation.py)."""
         return [replica.meter.usage() for replica in self.replicas]
+
+    def chargeback(self) -> Any:
+        """The attribution's ledger at the end of the run (None unless chargeback asks)."""
+        return self.attribution.ledger()
 
     def cached_blocks(self) -> list[int]:
         """Per replica: free blocks that hold cached prefixes (evictable), with prefix caching."""
