@@ -185,6 +185,19 @@ class ChargebackLedger:
     max_watts: float
 
 
+class ReplicaSums:
+    """One replica's running sums: per tenant, and over all its iterations."""
+
+    __slots__ = ("prefill_ms", "decode_ms", "energy_j", "busy_ms", "busy_energy_j")
+
+    def __init__(self, tenants: int) -> None:
+        self.prefill_ms = [0.0] * tenants
+        self.decode_ms = [0.0] * tenants
+        self.energy_j = [0.0] * tenants
+        self.busy_ms = 0.0
+        self.busy_energy_j = 0.0
+
+
 class TenantAttribution:
     """Splits every iteration of every replica among the tenants (see the module docstring)."""
 
@@ -195,11 +208,9 @@ class TenantAttribution:
         self.split = split
         self.power = power
         self.gpus = gpus  # per replica (tensor parallel)
-        self.prefill_ms = [0.0] * tenants
-        self.decode_ms = [0.0] * tenants
-        self.energy_j = [0.0] * tenants
-        self.busy_ms = 0.0
-        self.busy_energy_j = 0.0
+        # per replica, summed in replica order at the end: a jump adds its iterations when it
+        # ends, so across replicas the order of additions differs with fast-forward on and off
+        self.sums: dict[int, ReplicaSums] = {}
 
     def decode_set(self, block_size: int) -> DecodeSet:
         return TenantDecodeSet(block_size, self.tenants)
@@ -214,17 +225,24 @@ class TenantAttribution:
             tokens[tenant] += chunk
             pairs[tenant] += chunk * done + chunk * (chunk + 1) // 2
             cached[tenant] += done
-        self._iteration(end - start, tokens, pairs, cached, decoding, it)
+        self._iteration(self._sums(replica), end - start, tokens, pairs, cached, decoding, it)
 
     def jumped(
         self, replica: int, start: float, ends: list[float], decoding: Any, first: int
     ) -> None:
         zeros = [0] * self.tenants
+        sums = self._sums(replica)
         for offset, end in enumerate(ends):
-            self._iteration(end - start, zeros, zeros, zeros, decoding, first + offset)
+            self._iteration(sums, end - start, zeros, zeros, zeros, decoding, first + offset)
             start = end
 
-    def _iteration(self, span, tokens, pairs, cached, decoding, it: int) -> None:
+    def _sums(self, replica: int) -> ReplicaSums:
+        sums = self.sums.get(replica)
+        if sums is None:
+            sums = self.sums[replica] = ReplicaSums(self.tenants)
+        return sums
+
+    def _iteration(self, sums, span, tokens, pairs, cached, decoding, it: int) -> None:
         split = self.split
         seqs = decoding.tenant_count
         contexts = [count * it + off for count, off in zip(seqs, decoding.tenant_off, strict=True)]
@@ -243,19 +261,24 @@ class TenantAttribution:
         for t in range(self.tenants):
             prefill = own_prefill[t] + per_weight * weight_prefill[t]
             decode = own_decode[t] + per_weight * weight_decode[t]
-            self.prefill_ms[t] += prefill
-            self.decode_ms[t] += decode
-            self.energy_j[t] += per_ms * (prefill + decode)
-        self.busy_ms += span
-        self.busy_energy_j += joules
+            sums.prefill_ms[t] += prefill
+            sums.decode_ms[t] += decode
+            sums.energy_j[t] += per_ms * (prefill + decode)
+        sums.busy_ms += span
+        sums.busy_energy_j += joules
 
     def ledger(self) -> ChargebackLedger:
+        replicas = [self.sums[index] for index in sorted(self.sums)]
+
+        def total(name: str) -> tuple[float, ...]:
+            return tuple(sum(getattr(r, name)[t] for r in replicas) for t in range(self.tenants))
+
         return ChargebackLedger(
-            tuple(self.prefill_ms),
-            tuple(self.decode_ms),
-            tuple(self.energy_j),
-            self.busy_ms,
-            self.busy_energy_j,
+            total("prefill_ms"),
+            total("decode_ms"),
+            total("energy_j"),
+            sum(r.busy_ms for r in replicas),
+            sum(r.busy_energy_j for r in replicas),
             self.gpus,
             self.power.idle,
             self.power.idle + self.power.dynamic,
