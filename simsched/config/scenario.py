@@ -23,6 +23,7 @@ from pydantic import (
 from simsched.config.arrival_kinds import ArrivalSpec
 from simsched.config.chargeback import ChargebackSpec, chargeback_problem
 from simsched.config.cluster import ClusterConfig, TokenServerConfig
+from simsched.config.fairness_metrics import FairnessMetrics
 from simsched.config.length_specs import LengthSpec
 from simsched.config.limits import Limits
 from simsched.config.load_scale import unscalable_tenant
@@ -184,6 +185,8 @@ class Scenario(Model):
     variants: list[Variant] = Field(default_factory=list)
     # per-tenant cost and energy (config/chargeback.py); None: not measured, outputs unchanged
     chargeback: ChargebackSpec | None = None
+    # dispersion and blast-radius measures (config/fairness_metrics.py); None: not computed
+    fairness: FairnessMetrics | None = None
     # The folder relative paths in the file are read from (not a setting: `load_scenario` sets
     # it), so that `with_overrides` resolves a new relative path exactly as `--set` does.
     # None for a scenario built in Python: its relative paths stay relative to the working folder.

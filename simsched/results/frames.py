@@ -71,6 +71,8 @@ class SimulationResult:
     facts: dict[str, VariantFacts] = field(default_factory=dict)
     # variants with a `chargeback` section: fleet cost and energy (results/chargeback.py)
     chargeback: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # variants with `fairness.blast_radius`: the noisiest tenant and the others' p99 TTFT inflation
+    blast_radius: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # a notebook shows this: one line per variant, not the frames
         lines = [f"SimulationResult {self.scenario.name!r}, {len(self.variants)} variant(s):"]
@@ -104,6 +106,8 @@ class SimulationResult:
             out["utilisation"] = self.utilisation
         if self.chargeback:
             out["chargeback"] = self.chargeback
+        if self.blast_radius:
+            out["blast_radius"] = self.blast_radius
         return out
 
 

@@ -12,7 +12,9 @@ from simsched.config.loading import checked, load_scenario, resolve_variants, se
 from simsched.config.router import uses_prefixes
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
+from simsched.results.blast_radius import blast_radius, wants_blast_radius
 from simsched.results.chargeback import add_chargeback_columns
+from simsched.results.dispersion import dispersion_summary
 from simsched.results.fairness import fairness_summary
 from simsched.results.frames import (
     REQUEST_COLUMNS,
@@ -51,7 +53,7 @@ def simulate(
     workloads = {} if workloads is None else workloads
     frames, tenants, timelines = [], [], []
     summaries, slo, fairness, capacity, prefix_cache, facts = {}, {}, {}, {}, {}, {}
-    sessions, utilisation, chargeback = {}, {}, {}
+    sessions, utilisation, chargeback, blast = {}, {}, {}, {}
     caching = any(caching_on(resolved) for _, resolved in chosen)
     for name, resolved in chosen:
         table = variant_workload(name, resolved, workloads, scenario)
@@ -83,7 +85,12 @@ def simulate(
                 rows, resolved, frame, run.chargeback, run.utilisation
             )
         slo[name] = slo_verdict(resolved, frame, summaries[name], rows)
-        fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
+        weights = {t.id: t.weight for t in resolved.tenants}
+        fairness[name] = fairness_summary(frame, weights)
+        if resolved.fairness is not None and resolved.fairness.dispersion:  # asked for only
+            fairness[name] |= dispersion_summary(frame, weights)
+        if wants_blast_radius(resolved):  # a second run, without the noisiest tenant
+            blast[name] = blast_radius(name, resolved, table, frame, rows)
         frames.append(frame.sort_values("_seq", kind="stable"))
         tenants.extend(rows)
     extra = ["cached_tokens", "preempted_cached_tokens"] if caching else []
@@ -102,6 +109,7 @@ def simulate(
         sessions=sessions,
         utilisation=utilisation,
         chargeback=chargeback,
+        blast_radius=blast,
         facts=facts,
         timeline=_timeline(timelines, caching),
     )
