@@ -11,7 +11,11 @@ Without the section (or with both false) nothing changes in any output.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
+
+from simsched.config.arrival_kinds import REACTIVE_KINDS
 
 
 class FairnessMetrics(BaseModel):
@@ -19,3 +23,8 @@ class FairnessMetrics(BaseModel):
 
     dispersion: bool = False
     blast_radius: bool = False
+
+
+def reactive_tenant(tenant: Any) -> bool:
+    """Whether the tenant's requests depend on what it is served (sessions, closed loop)."""
+    return getattr(tenant.arrivals, "kind", None) in REACTIVE_KINDS

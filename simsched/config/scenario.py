@@ -23,7 +23,7 @@ from pydantic import (
 from simsched.config.arrival_kinds import ArrivalSpec
 from simsched.config.chargeback import ChargebackSpec, chargeback_problem
 from simsched.config.cluster import ClusterConfig, TokenServerConfig
-from simsched.config.fairness_metrics import FairnessMetrics
+from simsched.config.fairness_metrics import FairnessMetrics, reactive_tenant
 from simsched.config.length_specs import LengthSpec
 from simsched.config.limits import Limits
 from simsched.config.load_scale import unscalable_tenant
@@ -226,6 +226,19 @@ class Scenario(Model):
         problem = chargeback_problem(self.chargeback, self.cluster)
         if problem is not None:
             raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
+    def _blast_radius_replays(self) -> Scenario:
+        # sessions and closed-loop clients react to what they are served: without the noisiest
+        # tenant they would not send the same requests, so there is no like-for-like run
+        reactive = [t.id for t in self.tenants if reactive_tenant(t)]
+        if self.fairness is not None and self.fairness.blast_radius and reactive:
+            raise ValueError(
+                f"fairness.blast_radius: tenant {reactive[0]!r} has sessions or a closed loop, "
+                "which react to what they are served; a run without the noisiest tenant would "
+                "not send the same requests"
+            )
         return self
 
     @field_validator("variants")

@@ -9,8 +9,8 @@ unchanged), so any difference is the tenant's doing. For every other tenant t:
     inflation_ratio(t) = p99 TTFT(t) / p99 TTFT(t without the noisiest tenant)
 
 A p99 of no served request is NaN, so its inflation is too (null in summary.json). Sessions
-and closed-loop clients react to what they are served, so their requests are not the same
-without the tenant: the blast radius refuses them.
+and closed-loop clients react to what they are served, so their requests would not be the same
+without the tenant: the scenario's validation refuses a blast radius with them.
 """
 
 from __future__ import annotations
@@ -22,11 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simsched.errors import InputError
 from simsched.results.frames import variant_frame
 from simsched.results.tenants import tenant_metric_rows
 from simsched.sim.engine import request_costs, run_variant
-from simsched.sim.reactive import has_reactive
 from simsched.workload.table import RequestTable
 
 COLUMNS = ["p99_ttft_ms_without_noisiest", "p99_ttft_inflation_ms"]
@@ -59,13 +57,6 @@ def blast_radius(
     name: str, scenario: Any, table: RequestTable, frame: pd.DataFrame, rows: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """Adds the two columns to the variant's tenant rows; summary.json's block for it."""
-    if has_reactive(scenario):
-        raise InputError(
-            "",
-            "fairness.blast_radius",
-            "sessions and closed-loop clients react to what they are served: a run without the "
-            "noisiest tenant would not send the same requests",
-        )
     noisy = noisiest_tenant(scenario, frame)
     index = scenario.tenant_ids().index(noisy)
     rest = without_tenant(table, index)
