@@ -192,3 +192,13 @@ def test_chargeback_in_files(tmp_path, monkeypatch, capsys) -> None:
         or summary["chargeback"]
     )
     assert np.isfinite(summary["chargeback"][next(iter(summary["chargeback"]))]["energy_joules"])
+
+
+def test_report_draws_cost_per_tenant(make_scenario, tmp_path) -> None:
+    from simsched.outputs.report import write_report
+
+    folder = write_report(_two_tenant_result(make_scenario), tmp_path / "report")
+    assert (folder / "cost_per_tenant.png").stat().st_size > 0
+    page = (folder / "index.html").read_text()
+    assert "Chargeback: the fleet per variant" in page
+    assert "Cost and energy per tenant, across variants" in page
