@@ -21,7 +21,9 @@ from pydantic import (
 )
 
 from simsched.config.arrival_kinds import ArrivalSpec
+from simsched.config.chargeback import ChargebackSpec, chargeback_problem
 from simsched.config.cluster import ClusterConfig, TokenServerConfig
+from simsched.config.fairness_metrics import FairnessMetrics, reactive_tenant
 from simsched.config.flow_control import FlowControl
 from simsched.config.length_specs import LengthSpec
 from simsched.config.limits import Limits
@@ -183,6 +185,10 @@ class Scenario(Model):
     timeline: Timeline = Field(default_factory=Timeline)
     limits: Limits = Field(default_factory=Limits)
     variants: list[Variant] = Field(default_factory=list)
+    # per-tenant cost and energy (config/chargeback.py); None: not measured, outputs unchanged
+    chargeback: ChargebackSpec | None = None
+    # dispersion and blast-radius measures (config/fairness_metrics.py); None: not computed
+    fairness: FairnessMetrics | None = None
     # The folder relative paths in the file are read from (not a setting: `load_scenario` sets
     # it), so that `with_overrides` resolves a new relative path exactly as `--set` does.
     # None for a scenario built in Python: its relative paths stay relative to the working folder.
@@ -222,6 +228,26 @@ class Scenario(Model):
             raise ValueError(
                 f"cluster.replicas ({replicas:,}) exceeds limits.max_replicas ({most:,}); "
                 "raise that limit if the machine can simulate them"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _chargeback_applies(self) -> Scenario:
+        problem = chargeback_problem(self.chargeback, self.cluster)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
+    def _blast_radius_replays(self) -> Scenario:
+        # sessions and closed-loop clients react to what they are served: without the noisiest
+        # tenant they would not send the same requests, so there is no like-for-like run
+        reactive = [t.id for t in self.tenants if reactive_tenant(t)]
+        if self.fairness is not None and self.fairness.blast_radius and reactive:
+            raise ValueError(
+                f"fairness.blast_radius: tenant {reactive[0]!r} has sessions or a closed loop, "
+                "which react to what they are served; a run without the noisiest tenant would "
+                "not send the same requests"
             )
         return self
 

@@ -9,6 +9,7 @@ import pandas as pd
 
 from simsched.config.classes import BATCH, INTERACTIVE
 from simsched.outputs.cluster_table import cluster_rows, table_notes
+from simsched.outputs.fairness_rows import dispersion_rows
 from simsched.results.flow_shed import REASON_LABELS as FLOW_REASON_LABELS
 from simsched.results.frames import SimulationResult
 from simsched.sim.recorder import SHED_REASONS
@@ -98,6 +99,7 @@ def _overall_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
             "  max backlogged service gap",
             [f"{f['max_backlogged_service_gap']:.0f}" for f in fairness],
         ),
+        *dispersion_rows(result),
     ]
     return rows
 

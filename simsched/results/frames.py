@@ -69,6 +69,10 @@ class SimulationResult:
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     utilisation: dict[str, dict[str, Any]] = field(default_factory=dict)  # variants with replicas
     facts: dict[str, VariantFacts] = field(default_factory=dict)
+    # variants with a `chargeback` section: fleet cost and energy (results/chargeback.py)
+    chargeback: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # variants with `fairness.blast_radius`: the noisiest tenant and the others' p99 TTFT inflation
+    blast_radius: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # a notebook shows this: one line per variant, not the frames
         lines = [f"SimulationResult {self.scenario.name!r}, {len(self.variants)} variant(s):"]
@@ -100,6 +104,10 @@ class SimulationResult:
             out["sessions"] = self.sessions
         if self.utilisation:
             out["utilisation"] = self.utilisation
+        if self.chargeback:
+            out["chargeback"] = self.chargeback
+        if self.blast_radius:
+            out["blast_radius"] = self.blast_radius
         return out
 
 

@@ -12,6 +12,9 @@ from simsched.config.loading import checked, load_scenario, resolve_variants, se
 from simsched.config.router import uses_prefixes
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
+from simsched.results.blast_radius import blast_radius, wants_blast_radius
+from simsched.results.chargeback import add_chargeback_columns
+from simsched.results.dispersion import dispersion_summary
 from simsched.results.fairness import fairness_summary
 from simsched.results.frames import (
     REQUEST_COLUMNS,
@@ -50,7 +53,7 @@ def simulate(
     workloads = {} if workloads is None else workloads
     frames, tenants, timelines = [], [], []
     summaries, slo, fairness, capacity, prefix_cache, facts = {}, {}, {}, {}, {}, {}
-    sessions, utilisation = {}, {}
+    sessions, utilisation, chargeback, blast = {}, {}, {}, {}
     caching = any(caching_on(resolved) for _, resolved in chosen)
     for name, resolved in chosen:
         table = variant_workload(name, resolved, workloads, scenario)
@@ -77,8 +80,17 @@ def simulate(
         usage = utilisation_summary(run.utilisation, frame)
         if usage is not None:  # a model with replicas (continuous batching)
             utilisation[name] = usage
+        if run.chargeback is not None:  # columns only where asked: other outputs stay as they were
+            chargeback[name] = add_chargeback_columns(
+                rows, resolved, frame, run.chargeback, run.utilisation
+            )
         slo[name] = slo_verdict(resolved, frame, summaries[name], rows)
-        fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
+        weights = {t.id: t.weight for t in resolved.tenants}
+        fairness[name] = fairness_summary(frame, weights)
+        if resolved.fairness is not None and resolved.fairness.dispersion:  # asked for only
+            fairness[name] |= dispersion_summary(frame, weights)
+        if wants_blast_radius(resolved):  # a second run, without the noisiest tenant
+            blast[name] = blast_radius(name, resolved, table, frame, rows)
         frames.append(frame.sort_values("_seq", kind="stable"))
         tenants.extend(rows)
     extra = ["cached_tokens", "preempted_cached_tokens"] if caching else []
@@ -96,6 +108,8 @@ def simulate(
         prefix_cache=prefix_cache,
         sessions=sessions,
         utilisation=utilisation,
+        chargeback=chargeback,
+        blast_radius=blast,
         facts=facts,
         timeline=_timeline(timelines, caching),
     )

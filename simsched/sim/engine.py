@@ -8,12 +8,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
+from simsched.sim.cluster.attribution import attribution_factory
 from simsched.sim.cluster.registry import SERVICE_MODELS
 from simsched.sim.dispatcher import Stages, scheduler_process
 from simsched.sim.feed import Feed
@@ -77,6 +79,8 @@ class VariantRun:
     # per replica, what its GPU did (cluster/utilisation.py); empty for a model without replicas
     utilisation: list = field(default_factory=list)
     per_token_timing: bool = True  # whether the service model times each output token
+    # per-tenant GPU time and energy (cluster/attribution.py); None without `chargeback`
+    chargeback: Any = None
 
 
 def run_variant(
@@ -99,6 +103,8 @@ def run_variant(
         codes = flow_wiring.flow_status_codes(codes)
     recorder = GrowingRecorder(codes, env) if reactive else Recorder(len(table), codes)
     seeded = {"seed": scenario.seed} if getattr(model, "uses_seed", False) else {}
+    if scenario.chargeback is not None:  # config checks that the model has GPUs to charge
+        seeded["attribution"] = attribution_factory(scenario)
     cluster = model(env, scenario.cluster, recorder, **seeded)
     policy = POLICIES[scenario.scheduler.policy](policy_context(scenario))
     buckets = TokenBuckets([t.quota for t in tenants])
@@ -126,6 +132,7 @@ def run_variant(
     _run_bounded(env, scenario, recorder)
     kv_peak_ratio = cluster.kv_peak_ratio()
     usage = cluster.utilisation() if hasattr(cluster, "utilisation") else []
+    ledger = cluster.chargeback() if hasattr(cluster, "chargeback") else None
     if hasattr(cluster, "close"):
         cluster.close()
     sessions = None
@@ -145,6 +152,7 @@ def run_variant(
         sessions,
         utilisation=usage,
         per_token_timing=timed,
+        chargeback=ledger,
     )
 
 

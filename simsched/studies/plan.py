@@ -66,6 +66,7 @@ from simsched.studies.plan_inputs import (
 from simsched.studies.plan_notes import fleet_notes, rule_notes
 from simsched.studies.plan_usage import answer_utilisation
 from simsched.studies.probing import ProbeSpec, run_probes
+from simsched.studies.quota_sizing import quota_tenant
 from simsched.studies.runners import LocalPool, connect_dask, run_on_client
 from simsched.studies.uncertainty import (
     CALIBRATION_MEDIAN_ERROR,
@@ -127,7 +128,7 @@ def plan(
             label,
             "judge another variant (--variant) or take the setting out of this one",
         )
-    parsed, notes = plan_slos(slos, resolved, label)
+    parsed, notes = plan_slos(slos, resolved, label, quota_tenant(knob, resolved))
     check_choices(minimize, rule, seeds, jobs, label)
     check_uncertainty(tie_margin, model_error, resolved, label)
     notes += [note for note in [router_warning(resolved.cluster)] if note]

@@ -24,15 +24,25 @@ SHED_METRICS = frozenset(
 )
 
 
-def plan_slos(texts: list[str], resolved: Scenario, label: str) -> tuple[list[Slo], list[str]]:
+def plan_slos(
+    texts: list[str], resolved: Scenario, label: str, quota_of: str | None = None
+) -> tuple[list[Slo], list[str]]:
+    """The SLOs and the shed guards; `quota_of`: the tenant whose quota the knob sizes (its
+    own 429s are the quota's point, so no guard covers it: studies/quota_sizing.py)."""
     parsed = [parse_slo(text, label) for text in texts]
     if not parsed:
         raise InputError(label, "--slo", "give at least one SLO")
     check_targets(parsed, resolved, label)
-    guards = shed_guards(parsed, resolved)
+    guards = shed_guards(parsed, resolved, quota_of)
     if not guards:
         return parsed, []
-    if not any(slo.metric in SHED_METRICS for slo in parsed) and session_tenants(resolved):
+    if quota_of is not None:
+        note = (
+            f"the knob sizes {quota_of}'s quota, whose 429s are its point, so the plan added "
+            f"{', '.join(guards)} for the other tenants only (a shed SLO of your own on them "
+            "replaces these)"
+        )
+    elif not any(slo.metric in SHED_METRICS for slo in parsed) and session_tenants(resolved):
         note = (
             f"no SLO judges shedding, so the plan added {', '.join(guards)}: turns lost for "
             "session tenants (a shed turn whose session ended or ran out of retries), requests "
@@ -54,23 +64,26 @@ def plan_slos(texts: list[str], resolved: Scenario, label: str) -> tuple[list[Sl
     return [*parsed, *map(_guard, guards)], [note]
 
 
-def shed_guards(slos: list[Slo], resolved: Scenario) -> list[str]:
+def shed_guards(slos: list[Slo], resolved: Scenario, quota_of: str | None = None) -> list[str]:
     """The default guards against hidden shedding: none when an SLO judges `all` shedding;
     `all.shed_rate<=0.001` when no SLO judges shedding and no tenant sends sessions; else the
     same limit for each tenant that no shed SLO covers (by its id or its priority class), on
-    its turn-loss rate for a session tenant and its shed rate for the others."""
+    its turn-loss rate for a session tenant and its shed rate for the others. The tenant whose
+    quota a plan sizes (`quota_of`) gets none, and then neither does `all`."""
     shed = [slo for slo in slos if slo.metric in SHED_METRICS]
     if any(slo.target == ALL for slo in shed):
         return []
     sessions = session_tenants(resolved)
-    if not shed and not sessions:
+    if not shed and not sessions and quota_of is None:
         return [SHED_GUARD]
     targets = {slo.target for slo in shed}
     tenants = resolved.tenant_ids()
     open_ = [
         t.id
         for t in resolved.tenants
-        if t.id not in targets and not (t.priority in targets and t.priority not in tenants)
+        if t.id not in targets
+        and not (t.priority in targets and t.priority not in tenants)
+        and t.id != quota_of
     ]
     return [
         f"{tenant}.{TURN_GUARD_METRIC if tenant in sessions else GUARD_METRIC}" for tenant in open_

@@ -24,6 +24,11 @@ from simsched.outputs.atomic import publish_folder, staging_folder
 from simsched.outputs.files import RESULT_FILES
 from simsched.outputs.preflight import check_output_folder
 from simsched.outputs.report.cache_plots import has_hit_rates, prefix_hit_rates
+from simsched.outputs.report.chargeback_plots import (
+    chargeback_tables,
+    cost_per_tenant,
+    has_chargeback,
+)
 from simsched.outputs.report.data import ScenarioData, read_results_folder, result_data
 from simsched.outputs.report.page import write_index
 from simsched.outputs.report.scenario_plots import (
@@ -103,7 +108,10 @@ def scenario_report(data: ScenarioData, folder: Path) -> None:
     plots += [service_share(data, folder)] + ([shed] if shed is not None else [])
     if has_hit_rates(data):  # some variant caches prefixes
         plots.append(prefix_hit_rates(data, folder))
+    if has_chargeback(data):  # some variant has a `chargeback` section
+        plots.append(cost_per_tenant(data, folder))
     tables = [*per_tenant_tables(data.tenants), *utilisation_tables(data.utilisation)]
+    tables += chargeback_tables(data.chargeback)
     if shed is None:  # no empty plot: a sentence says it
         tables.append(("No request was shed", pd.DataFrame()))
     notes = [f"note: {note}" for note in data.notes]  # what the console table says under it

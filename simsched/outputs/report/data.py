@@ -34,6 +34,7 @@ class ScenarioData:
     utilisation: dict[str, Any] | None = None  # summary.json's `utilisation`, where present
     # the console table's notes (router, skew, no backlog); a results folder's report has none
     notes: list[str] = field(default_factory=list)
+    chargeback: dict[str, Any] | None = None  # summary.json's `chargeback`, where present
 
 
 def result_data(result: SimulationResult) -> ScenarioData:
@@ -51,6 +52,7 @@ def result_data(result: SimulationResult) -> ScenarioData:
         result.scenario.description,
         result.utilisation,
         table_notes(result),
+        chargeback=result.chargeback or None,
     )
 
 
@@ -69,7 +71,14 @@ def read_results_folder(folder: Path) -> ScenarioData:
     title = str(summary.get("scenario", folder.name))
     usage = summary.get("utilisation")
     return ScenarioData(
-        title, variants, requests, _tenants_only(tenants), timeline, slo, utilisation=usage
+        title,
+        variants,
+        requests,
+        _tenants_only(tenants),
+        timeline,
+        slo,
+        utilisation=usage,
+        chargeback=summary.get("chargeback"),
     )
 
 

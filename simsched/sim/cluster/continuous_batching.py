@@ -15,10 +15,12 @@ from the first token.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import simpy
 
+from simsched.sim.cluster.attribution import NO_ATTRIBUTION, IterationObserver
 from simsched.sim.cluster.cpu_time import build_engine_latency
 from simsched.sim.cluster.latency import sustained_tokens_per_ms
 from simsched.sim.cluster.replica import NoObserver, Replica
@@ -39,11 +41,17 @@ class ContinuousBatching:
         recorder: Recorder,
         observer: Any = None,
         seed: int = 0,
+        attribution: Callable[[Any], IterationObserver] = lambda latency: NO_ATTRIBUTION,
     ) -> None:
         self.env = env
         self.recorder = recorder
         latency = build_engine_latency(config)  # the roofline with the engine's CPU time
-        self.replicas = [Replica(env, i, config, latency, recorder) for i in range(config.replicas)]
+        # one observer for all replicas: per-tenant chargeback sums over the fleet
+        self.attribution = attribution(latency)
+        self.replicas = [
+            Replica(env, i, config, latency, recorder, self.attribution)
+            for i in range(config.replicas)
+        ]
         for replica in self.replicas:
             replica.on_room = self._room_appeared
             replica.observer = observer or NoObserver()
@@ -112,6 +120,10 @@ class ContinuousBatching:
     def utilisation(self) -> list[ReplicaUsage]:
         """Per replica: what its GPU did over the run (utilisation.py)."""
         return [replica.meter.usage() for replica in self.replicas]
+
+    def chargeback(self) -> Any:
+        """The attribution's ledger at the end of the run (None unless chargeback asks)."""
+        return self.attribution.ledger()
 
     def cached_blocks(self) -> list[int]:
         """Per replica: free blocks that hold cached prefixes (evictable), with prefix caching."""

@@ -28,6 +28,7 @@ from typing import Any
 
 import simpy
 
+from simsched.sim.cluster.attribution import NO_ATTRIBUTION, IterationObserver
 from simsched.sim.cluster.capacity import build_capacity_rule
 from simsched.sim.cluster.contract import LatencyModel
 from simsched.sim.cluster.fast_forward import Jump, plan_jump
@@ -67,6 +68,7 @@ class Replica:
         config: Any,
         latency: LatencyModel,
         recorder: Recorder,
+        attribution: IterationObserver = NO_ATTRIBUTION,
     ) -> None:
         self.env = env
         self.index = index
@@ -99,7 +101,9 @@ class Replica:
         self.waiting: deque[Seq] = deque()
         self.running: dict[int, Seq] = {}  # by request seq, in the order they started running
         self.prefilling: list[Seq] = []  # running, prefill not complete, in running order
-        self.decoding = DecodeSet(self.block_size)
+        # who used each iteration (attribution.py): nothing watched unless chargeback asks
+        self.attribution = attribution
+        self.decoding: DecodeSet = attribution.decode_set(self.block_size)
         self.it = 0  # iterations completed
         self.t = 0.0  # when the last iteration ended
         self.busy = False
@@ -172,6 +176,7 @@ class Replica:
         end = self.t + step
         self.observer.iteration(self.index, self.t, end, prefill, decodes, self.kv.level)
         self.meter.step(self.t, end, prefill + decodes, len(self.running), self.kv.level)
+        self.attribution.stepped(self.index, self.t, end, plan, self.decoding, it)
         self._schedule(end)
 
     def _plan_running(self, it: int) -> tuple[list, int, int, int, bool]:
@@ -309,6 +314,7 @@ class Replica:
         jump, self.jump = self.jump, None
         k = jump.k
         self.meter.jump(self.t, jump.ends[:k], self.decoding.count, self.kv.level, jump.need[:k])
+        self.attribution.jumped(self.index, self.t, jump.ends[:k], self.decoding, jump.first)
         self.kv.end_growth()
         end = jump.ends[jump.k - 1]
         self._finish_decodes(jump.last, end)

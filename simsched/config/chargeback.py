@@ -1,0 +1,93 @@
+"""The `chargeback` section: per-tenant cost and energy, opt-in (no SimPy here).
+
+A scenario with `chargeback: {}` (or with settings) attributes each iteration's GPU time and
+energy to the tenants whose requests ran in it (sim/cluster/attribution.py) and adds the
+chargeback columns to tenants.csv, a `chargeback` block to summary.json and a section to the
+report (docs/chargeback.md). Without the section nothing is measured and no output changes.
+
+The GPU power model needs two figures per GPU: its idle draw and its maximum (the board power,
+TDP). The presets below carry what has a published source; a GPU without one (or a custom GPU)
+needs `chargeback.power.idle_watts` and `max_watts` in the scenario.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Watts = Annotated[float, Field(gt=0, le=100_000, allow_inf_nan=False)]
+
+# Board power (TDP) per GPU preset, watts: NVIDIA datasheets, as collected in the measurements'
+# section 5 (GPU specifications): A100-SXM4-80GB 400 W, H100-SXM5-80GB 700 W, H200-SXM 700 W,
+# B200 (HGX) 1,000 W.
+MAX_WATTS: dict[str, float] = {
+    "a100-80gb": 400.0,
+    "h100-80gb": 700.0,
+    "h200": 700.0,
+    "b200": 1000.0,
+}
+# Idle draw, watts: an H200 SXM measured at 80.3 W idle under vLLM with no load (the Alice GPU
+# energy benchmark, api.serialalice.pt/alice-benchmark; secondary). The H200 is the H100's
+# silicon with more and faster HBM (glennklockwood.com/garden/processors/h100, as cited in the
+# measurements' section 5), so the H100 takes the same figure: an assumption, stated in
+# docs/chargeback.md. Other GPUs have no published idle figure here: give it.
+IDLE_WATTS: dict[str, float] = {
+    "h100-80gb": 80.0,
+    "h200": 80.0,
+}
+
+
+class PowerSpec(BaseModel):
+    """One GPU's draw: `idle_watts` when it runs nothing, `max_watts` at full utilisation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    idle_watts: Watts | None = None  # None: the GPU preset's (IDLE_WATTS)
+    max_watts: Watts | None = None  # None: the GPU preset's (MAX_WATTS)
+
+    @model_validator(mode="after")
+    def _idle_below_max(self) -> PowerSpec:
+        both = self.idle_watts is not None and self.max_watts is not None
+        if both and self.idle_watts > self.max_watts:
+            raise ValueError("idle_watts must not exceed max_watts")
+        return self
+
+
+class ChargebackSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    power: PowerSpec = Field(default_factory=PowerSpec)
+
+
+def resolved_power(spec: ChargebackSpec, gpu_name: str) -> tuple[float | None, float | None]:
+    """(idle watts, max watts): the scenario's own, else the GPU preset's, else None."""
+    power = spec.power
+    idle = power.idle_watts if power.idle_watts is not None else IDLE_WATTS.get(gpu_name)
+    peak = power.max_watts if power.max_watts is not None else MAX_WATTS.get(gpu_name)
+    return idle, peak
+
+
+def chargeback_problem(spec: ChargebackSpec | None, cluster: Any) -> str | None:
+    """Why this cluster cannot be charged back (None when it can): it needs GPUs, a price and
+    both power figures."""
+    from simsched.config.prices import gpu_price  # prices.py is plain data; no cycle
+
+    if spec is None:
+        return None
+    if getattr(cluster, "service_model", None) != "continuous_batching":
+        return "chargeback needs cluster.service_model: continuous_batching (GPUs to charge for)"
+    name = getattr(cluster.gpu, "name", "custom")
+    price, _ = gpu_price(cluster)
+    if price is None:
+        return (
+            f"chargeback needs a price for GPU {name!r}: give cluster.gpu.price_per_gpu_hour "
+            "or cluster.gpu_prices"
+        )
+    idle, peak = resolved_power(spec, name)
+    for key, value in (("idle_watts", idle), ("max_watts", peak)):
+        if value is None:
+            return f"chargeback.power.{key}: GPU {name!r} has no published figure here; give it"
+    if idle > peak:
+        return f"chargeback.power: idle_watts ({idle:g}) exceeds max_watts ({peak:g})"
+    return None

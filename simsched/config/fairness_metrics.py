@@ -1,0 +1,30 @@
+"""The `fairness` section: fairness measures beyond Jain's index, opt-in (no SimPy here).
+
+- `dispersion: true`: the coefficient of variation and the max/min ratio of weight-normalised
+  service across tenants, beside the Jain indices in summary.json's `fairness` block;
+- `blast_radius: true`: each variant is run a second time without its noisiest tenant (the one
+  that asked for the most service tokens) on the same requests otherwise, and each other
+  tenant's p99 TTFT inflation is reported (results/blast_radius.py; docs/chargeback.md).
+
+Without the section (or with both false) nothing changes in any output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from simsched.config.arrival_kinds import REACTIVE_KINDS
+
+
+class FairnessMetrics(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    dispersion: bool = False
+    blast_radius: bool = False
+
+
+def reactive_tenant(tenant: Any) -> bool:
+    """Whether the tenant's requests depend on what it is served (sessions, closed loop)."""
+    return getattr(tenant.arrivals, "kind", None) in REACTIVE_KINDS
