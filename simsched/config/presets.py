@@ -18,7 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from simsched.config.model_presets import MODEL_PRESETS, dtype_bytes, from_hf_config
+from simsched.config import moe_shapes
+from simsched.config.model_presets import MODEL_PRESETS as DENSE_PRESETS
+from simsched.config.model_presets import from_hf_config
+from simsched.config.moe_presets import MOE_PRESETS
+
+# dense shapes (model_presets.py) and MoE ones (moe_presets.py), by name
+MODEL_PRESETS = {**DENSE_PRESETS, **MOE_PRESETS}
 
 GIB = 1024**3
 
@@ -133,12 +139,14 @@ __all__ = ["GIB", "GPU_PRESETS", "MODEL_PRESETS", "from_hf_config", "kv_bytes_pe
 
 
 def weight_bytes(model: Any) -> int:
-    return int(model.params * dtype_bytes(model, "weight"))
+    """All weights' bytes; MoE experts may have their own precision (config/moe_shapes.py)."""
+    return moe_shapes.weight_bytes(model)
 
 
 def kv_bytes_per_token(model: Any) -> int:
-    """Keys and values of one token in every layer: 2 * layers * kv_heads * head_dim * dtype."""
-    return int(2 * model.layers * model.kv_heads * model.head_dim * dtype_bytes(model, "kv"))
+    """Keys and values of one token in every layer: 2 * layers * kv_heads * head_dim * dtype
+    for GQA; MLA and sliding-window layers as config/moe_shapes.py computes them."""
+    return moe_shapes.kv_bytes_per_token(model)
 
 
 def usable_bytes(gpu: Any, tp: int, utilization: float) -> float:
