@@ -26,8 +26,10 @@ from simsched.config.hardware import (
     ModelSpec,
     RooflineLatencyConfig,
 )
+from simsched.config.moe_serving import MoeServingSpec, check_layout, kv_copies
 from simsched.config.router import CACHE_SCORERS, DEFAULT_ROUTER, RouterSetting
 from simsched.config.spec_base import NonNegativeFloat, Size, Small
+from simsched.config.speculative import SpeculativeSpec
 
 
 def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
@@ -109,6 +111,10 @@ class ContinuousBatchingConfig(BaseModel):
     # roofline settings by GPU preset name, kept when `--over cluster.gpu=...` swaps the GPU, so
     # each GPU keeps its own calibration (config/gpu_overrides.py)
     gpu_overrides: dict[str, GpuLatencyOverrides] = Field(default_factory=dict)
+    # Mixture-of-Experts serving (expert / attention parallelism) and speculative decoding:
+    # config/moe_serving.py, config/speculative.py; unset, neither changes anything
+    moe_serving: MoeServingSpec | None = None
+    speculative: SpeculativeSpec | None = None
 
     @field_validator("gpu_overrides")
     @classmethod
@@ -203,6 +209,15 @@ class ContinuousBatchingConfig(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _moe_layout_fits(self) -> ContinuousBatchingConfig:
+        if self.moe_serving is not None:
+            try:
+                check_layout(self.moe_serving, self.tp, self.model)
+            except ValueError as exc:
+                raise ValueError(f"moe_serving: {exc}") from None
+        return self
+
     # --- derived figures ---------------------------------------------------------------------
     @property
     def kv_block_tokens(self) -> int:
@@ -214,7 +229,12 @@ class ContinuousBatchingConfig(BaseModel):
         if self.num_gpu_blocks is not None:
             return self.num_gpu_blocks
         return presets.blocks_from_memory(
-            self.gpu, self.model, self.tp, self.gpu_memory_utilization, self.block_size
+            self.gpu,
+            self.model,
+            self.tp,
+            self.gpu_memory_utilization,
+            self.block_size,
+            kv_copies(self.model, self.tp, self.moe_serving),
         )
 
     @property

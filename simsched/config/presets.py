@@ -154,11 +154,14 @@ def usable_bytes(gpu: Any, tp: int, utilization: float) -> float:
     return gpu.memory_gib * GIB * tp * utilization
 
 
-def blocks_from_memory(gpu: Any, model: Any, tp: int, utilization: float, block_size: int) -> int:
+def blocks_from_memory(
+    gpu: Any, model: Any, tp: int, utilization: float, block_size: int, copies: int = 1
+) -> int:
     """KV blocks that fit beside the weights: (usable memory - weights) / bytes per block.
 
     Activations and CUDA graphs, which vLLM also subtracts, are left out: the blocks are an
-    upper bound of what vLLM would report, by a few percent for these models.
+    upper bound of what vLLM would report, by a few percent for these models. `copies`: GPUs
+    that each hold a token's KV (MLA's latent under attention TP, config/moe_serving.py).
     """
     spare = usable_bytes(gpu, tp, utilization) - weight_bytes(model)
-    return max(0, int(spare // (kv_bytes_per_token(model) * block_size)))
+    return max(0, int(spare // (kv_bytes_per_token(model) * copies * block_size)))
