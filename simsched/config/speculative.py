@@ -1,4 +1,4 @@
-"""Speculative decoding and multi-token prediction (`cluster.speculative`; docs/speculative.md).
+"""Speculative decoding and multi-token prediction (`cluster.speculative`; docs/moe.md).
 
 Each decode step a drafter proposes `tokens` (k) tokens per sequence, the target model verifies
 them with the sequence's next token in one pass of k + 1 tokens, and on average

@@ -3,8 +3,9 @@ how many distinct experts its tokens activate, the FLOPs on the active parameter
 parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
 
     distinct(T) = E * (1 - (1 - k/E)^T)            experts one MoE layer reads for T tokens
-    weights(T)  = static_bytes + L_moe * min(E, imbalance * distinct(T)) * expert_bytes
-    gemm        = max((2 * active_body * T + 2 * vocab * hidden * D) / compute, weights(T) / memory)
+    weights(T)  = static_bytes + L_moe * min(E, imbalance * distinct(T)) * expert_bytes / x_eff
+    flops(T)    = 2 * (other_active + routed_active / x_eff) * T + 2 * vocab * hidden * D
+    gemm        = max(flops(T) / compute, weights(T) / memory)      (x_eff: expert_efficiency)
     attention   = as the dense roofline, with MLA's query width, and the KV reads times the GPUs
                   that each hold a token's latent (kv_copies)
     reduces     = L * [attention group > 1] + (L - L_moe, or L with ep = 1) * [tp > 1]
@@ -68,10 +69,15 @@ class MoeRooflineLatency:
         expert_bytes = expert_params(moe, model.hidden_size) * each
         routed = routed_expert_params(model) * each
         self.static_ms = (presets.weight_bytes(model) - routed) / bytes_per_ms
-        self.expert_ms = expert_bytes * self.moe_layers / bytes_per_ms  # per distinct expert
-        # FLOPs follow the active parameters: the body's share of them
-        scale_active = active_params(model) / model.params
-        self.token_ms = dense.token_ms * _active_body_share(model, scale_active)
+        # per distinct expert read, at the grouped GEMMs' share of the memory roofline
+        self.expert_ms = expert_bytes * self.moe_layers / bytes_per_ms / spec.expert_efficiency
+        # FLOPs follow the active parameters: the body's share of them, the routed experts' at
+        # the grouped GEMMs' share of the compute roofline
+        body = _body_params(model)
+        routed_active = self.moe_layers * self.per_token * expert_params(moe, model.hidden_size)
+        other = body - (model.params - active_params(model)) - routed_active
+        per_param_ms = dense.token_ms / body
+        self.token_ms = per_param_ms * (other + routed_active / spec.expert_efficiency)
         self.head_ms = dense.head_ms
         q_width = attention_of(model).query_width(model)
         dense_width = (model.heads or model.hidden_size // model.head_dim) * model.head_dim
@@ -134,9 +140,7 @@ class MoeRooflineLatency:
         )
 
 
-def _active_body_share(model: Any, share_of_all: float) -> float:
-    """The GEMM body's active share: idle experts out of the body (embeddings excluded)."""
+def _body_params(model: Any) -> float:
+    """Parameters in the GEMMs a token runs through: all but the embeddings and LM head."""
     head = getattr(model, "vocab_size", 0) * model.hidden_size
-    body = model.params - (head if getattr(model, "tied_embeddings", False) else 2 * head)
-    idle = model.params * (1 - share_of_all)
-    return (body - idle) / body
+    return model.params - (head if getattr(model, "tied_embeddings", False) else 2 * head)

@@ -1,5 +1,5 @@
 """Speculative decoding on a replica: the step's cost (`SpeculativeLatency`) and the decoding
-sequences' bookkeeping when a step emits several tokens (`SpecDecodeSet`); docs/speculative.md.
+sequences' bookkeeping when a step emits several tokens (`SpecDecodeSet`); docs/moe.md.
 
 Whole tokens from a fractional mean: a sequence keeps a credit. After j of its decode steps it
 has emitted floor(j * E) tokens (E the expected tokens per step, so every step emits at least

@@ -130,3 +130,16 @@ def test_bad_layouts_exit_2_naming_the_field(
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and err.count("\n") == 1
     assert err.startswith("s.yaml: cluster") and message in err
+
+
+def test_expert_efficiency_slows_only_the_routed_experts() -> None:
+    config = RooflineLatencyConfig(kind="roofline")
+    full = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8))
+    half = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8, expert_efficiency=0.5))
+    assert half.expert_ms == pytest.approx(2 * full.expert_ms, rel=1e-12)
+    assert half.static_ms == full.static_ms
+    # FLOPs: the 58 x 8 routed experts a token runs cost twice, the rest as before
+    head = 129280 * 7168
+    per_param = full.token_ms / (R1.params - 2 * head - 58 * 248 * 3 * 7168 * 2048)
+    routed_active = 58 * 8 * 3 * 7168 * 2048
+    assert half.token_ms - full.token_ms == pytest.approx(per_param * routed_active, rel=1e-9)
