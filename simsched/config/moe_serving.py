@@ -31,8 +31,9 @@ class MoeServingSpec(BaseModel):
     # tensor-parallel all-reduce over the same NVLink (hardware.py `allreduce_us`)
     alltoall_us: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 30.2
     # the share of the GPU's roofline (its compute and memory shares) that the routed experts'
-    # grouped GEMMs reach: many small GEMMs, one per expert, run below one large dense GEMM
-    expert_efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 1.0
+    # grouped GEMMs reach: many small GEMMs, one per expert, run below one large dense GEMM.
+    # Chosen on the MoE cases of calibration/published.yaml (docs/moe.md, "Calibration")
+    expert_efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.45
 
 
 NO_EXPERT_PARALLELISM = MoeServingSpec()

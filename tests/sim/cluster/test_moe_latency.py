@@ -45,7 +45,7 @@ def test_alltoall_by_hand() -> None:
 
 def test_a_dep8_decode_iteration_by_hand() -> None:
     config = RooflineLatencyConfig(kind="roofline")
-    serving = MoeServingSpec(ep=8, attention_dp=8)
+    serving = MoeServingSpec(ep=8, attention_dp=8, expert_efficiency=1.0)  # at the roofline
     latency = MoeRooflineLatency(config, H200, R1, 8, serving)
     seqs = 64
     # weights: FP8, 8 GPUs at 4,800 GB/s x the H200's memory share
@@ -67,7 +67,7 @@ def test_a_dep8_decode_iteration_by_hand() -> None:
 
 def test_flops_follow_the_active_parameters() -> None:
     config = RooflineLatencyConfig(kind="roofline")
-    latency = MoeRooflineLatency(config, H200, R1, 8, None)
+    latency = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(expert_efficiency=1.0))
     head = 129280 * 7168
     idle = 58 * (256 - 8) * 3 * 7168 * 2048
     per_ms = 8 * 1979e9 * presets.GPU_PRESETS["h200"]["compute_efficiency"]["fp8"]
@@ -76,7 +76,7 @@ def test_flops_follow_the_active_parameters() -> None:
 
 def test_imbalance_reads_more_experts_up_to_all_of_them() -> None:
     config = RooflineLatencyConfig(kind="roofline")
-    even = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8))
+    even = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8))  # shipped efficiency
     skewed = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8, imbalance=2.0))
     # one token reads 8 experts a layer, 16 with imbalance 2; many tokens at most all 256
     assert skewed.weights_ms(1) - even.weights_ms(1) == pytest.approx(8 * even.expert_ms)
@@ -134,7 +134,7 @@ def test_bad_layouts_exit_2_naming_the_field(
 
 def test_expert_efficiency_slows_only_the_routed_experts() -> None:
     config = RooflineLatencyConfig(kind="roofline")
-    full = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8))
+    full = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8, expert_efficiency=1.0))
     half = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8, expert_efficiency=0.5))
     assert half.expert_ms == pytest.approx(2 * full.expert_ms, rel=1e-12)
     assert half.static_ms == full.static_ms
@@ -143,3 +143,16 @@ def test_expert_efficiency_slows_only_the_routed_experts() -> None:
     per_param = full.token_ms / (R1.params - 2 * head - 58 * 248 * 3 * 7168 * 2048)
     routed_active = 58 * 8 * 3 * 7168 * 2048
     assert half.token_ms - full.token_ms == pytest.approx(per_param * routed_active, rel=1e-9)
+
+
+def test_the_table_says_how_far_moe_and_speculative_figures_are(tmp_path: Path) -> None:
+    from simsched.outputs.cluster_table import table_notes
+    from simsched.results.simulate import simulate
+
+    spec = "  speculative: {method: mtp, tokens: 1, acceptance: 0.8}"
+    path = write_scenario(tmp_path, cluster(spec), ONE_REQUEST)
+    notes = table_notes(simulate(load_scenario(path)))
+    assert any(note.startswith("MoE model: ") and "%" in note for note in notes)
+    assert any(note.startswith("speculative decoding: ") for note in notes)
+    dense = write_scenario(tmp_path, "  service_model: continuous_batching", ONE_REQUEST)
+    assert table_notes(simulate(load_scenario(dense))) == []
