@@ -216,6 +216,14 @@ class ContinuousBatchingConfig(BaseModel):
                 check_layout(self.moe_serving, self.tp, self.model)
             except ValueError as exc:
                 raise ValueError(f"moe_serving: {exc}") from None
+        if self.num_gpu_blocks is None and self.blocks_per_replica == 0:
+            # MLA's latent copies under attention TP can leave no block where one copy fit
+            raise ValueError(
+                f"the memory left beside the weights holds no KV block of {self.block_size} "
+                f"tokens with {kv_copies(self.model, self.tp, self.moe_serving)} copies of each "
+                "MLA latent (attention TP); raise moe_serving.attention_dp or "
+                "gpu_memory_utilization"
+            )
         return self
 
     # --- derived figures ---------------------------------------------------------------------

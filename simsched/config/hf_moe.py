@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import ValidationError
+
 from simsched.config.moe import GqaSpec, MlaSpec, MoeSpec, SlidingWindowSpec
 from simsched.config.moe_shapes import shape, total_params
 
@@ -45,6 +47,11 @@ def moe_from_hf(raw: dict[str, Any], path: str) -> dict[str, Any]:
     head_dim = field.whole("head_dim", required=False) or hidden // heads
     vocab = field.whole("vocab_size", most=2**30)
     moe = _moe_section(field, family)
+    try:
+        moe_spec = MoeSpec(**moe)
+    except ValidationError as exc:  # e.g. more experts per token than experts
+        message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"{path} (a mixture-of-experts config): {message}") from None
     attention: dict[str, Any] | None = None
     if "kv_lora_rank" in raw:
         attention = {
@@ -70,7 +77,7 @@ def moe_from_hf(raw: dict[str, Any], path: str) -> dict[str, Any]:
         kv_heads=kv_heads,
         head_dim=head_dim,
         vocab_size=vocab,
-        moe=MoeSpec(**moe),
+        moe=moe_spec,
         attention=(MlaSpec if attention and attention["kind"] == "mla" else GqaSpec)(
             **(attention or {})
         ),
