@@ -33,8 +33,10 @@ from simsched.config.hardware import (
     ModelSpec,
     RooflineLatencyConfig,
 )
+from simsched.config.moe_serving import MoeServingSpec, check_layout, kv_copies
 from simsched.config.router import CACHE_SCORERS, DEFAULT_ROUTER, RouterSetting
 from simsched.config.spec_base import NonNegativeFloat, Size, Small
+from simsched.config.speculative import SpeculativeSpec
 
 
 def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
@@ -123,6 +125,10 @@ class ContinuousBatchingConfig(BaseModel):
     # roofline settings by GPU preset name, kept when `--over cluster.gpu=...` swaps the GPU, so
     # each GPU keeps its own calibration (config/gpu_overrides.py)
     gpu_overrides: dict[str, GpuLatencyOverrides] = Field(default_factory=dict)
+    # Mixture-of-Experts serving (expert / attention parallelism) and speculative decoding:
+    # config/moe_serving.py, config/speculative.py; unset, neither changes anything
+    moe_serving: MoeServingSpec | None = None
+    speculative: SpeculativeSpec | None = None
 
     @model_validator(mode="wrap")
     @classmethod
@@ -236,6 +242,23 @@ class ContinuousBatchingConfig(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _moe_layout_fits(self) -> ContinuousBatchingConfig:
+        if self.moe_serving is not None:
+            try:
+                check_layout(self.moe_serving, self.tp, self.model)
+            except ValueError as exc:
+                raise ValueError(f"moe_serving: {exc}") from None
+        if self.num_gpu_blocks is None and self.blocks_per_replica == 0:
+            # MLA's latent copies under attention TP can leave no block where one copy fit
+            raise ValueError(
+                f"the memory left beside the weights holds no KV block of {self.block_size} "
+                f"tokens with {kv_copies(self.model, self.tp, self.moe_serving)} copies of each "
+                "MLA latent (attention TP); raise moe_serving.attention_dp or "
+                "gpu_memory_utilization"
+            )
+        return self
+
     # --- derived figures ---------------------------------------------------------------------
     @property
     def kv_block_tokens(self) -> int:
@@ -247,7 +270,12 @@ class ContinuousBatchingConfig(BaseModel):
         if self.num_gpu_blocks is not None:
             return self.num_gpu_blocks
         return presets.blocks_from_memory(
-            self.gpu, self.model, self.tp, self.gpu_memory_utilization, self.block_size
+            self.gpu,
+            self.model,
+            self.tp,
+            self.gpu_memory_utilization,
+            self.block_size,
+            kv_copies(self.model, self.tp, self.moe_serving),
         )
 
     @property

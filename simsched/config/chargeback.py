@@ -68,6 +68,19 @@ def resolved_power(spec: ChargebackSpec, gpu_name: str) -> tuple[float | None, f
     return idle, peak
 
 
+def _unsplit_mechanism(cluster: Any) -> str | None:
+    """A mechanism whose iteration time the tenant split does not cover (attribution.py splits
+    the dense roofline's and the linear model's terms, one token per decode step)."""
+    if getattr(cluster, "speculative", None) is not None:
+        return "cluster.speculative"
+    if getattr(cluster, "cpu_time", None) not in (None, "serial"):
+        return f"cluster.cpu_time {cluster.cpu_time}"
+    model = getattr(cluster, "model", None)
+    if getattr(model, "moe", None) is not None:
+        return "a Mixture-of-Experts model"
+    return None
+
+
 def chargeback_problem(spec: ChargebackSpec | None, cluster: Any) -> str | None:
     """Why this cluster cannot be charged back (None when it can): it needs GPUs, a price and
     both power figures."""
@@ -77,6 +90,12 @@ def chargeback_problem(spec: ChargebackSpec | None, cluster: Any) -> str | None:
         return None
     if getattr(cluster, "service_model", None) != "continuous_batching":
         return "chargeback needs cluster.service_model: continuous_batching (GPUs to charge for)"
+    unsplit = _unsplit_mechanism(cluster)
+    if unsplit:
+        return (
+            f"chargeback cannot split iterations with {unsplit} yet: the split follows the dense "
+            "roofline's and the linear model's terms (docs/chargeback.md)"
+        )
     name = getattr(cluster.gpu, "name", "custom")
     price, _ = gpu_price(cluster)
     if price is None:

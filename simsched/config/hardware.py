@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
+from simsched.config.moe import AttentionSpec, MoeSpec, SlidingWindowSpec
 from simsched.config.spec_base import Measure, MeasureOrZero, NonNegativeFloat, Small
 
 # The number types of every cluster model, the token server's too.
@@ -56,6 +57,11 @@ class ModelSpec(Spec):
     weight_dtype: Dtype | None = None  # unset: dtype_bytes
     kv_dtype: Dtype | None = None  # unset: dtype_bytes (not the weights': FP8 weights keep a
     # BF16 cache unless told, as vLLM does)
+    # Mixture-of-Experts layers, attention kind (GQA or MLA) and sliding-window layers
+    # (config/moe.py, docs/moe.md); unset: a dense GQA model as before
+    moe: MoeSpec | None = None
+    attention: AttentionSpec | None = None
+    sliding_window: SlidingWindowSpec | None = None
     # The config.json the shape came from (`model: {hf_config: path}`): an input of the run,
     # which outputs must not overwrite (config/inputs.py). Not a setting: left out of dumps.
     hf_config: str | None = Field(default=None, exclude=True)

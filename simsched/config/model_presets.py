@@ -115,7 +115,8 @@ _OPTIONAL_FIELDS = {"num_key_value_heads": 2**20, "head_dim": 2**20}  # null or 
 
 
 def from_hf_config(path: str) -> dict[str, Any]:
-    """A model mapping from a Hugging Face `config.json` of a dense decoder (Llama-like).
+    """A model mapping from a Hugging Face `config.json` of a dense decoder (Llama-like), or of
+    a Mixture-of-Experts one (hf_moe.py).
 
     Every field read is checked (a ValueError naming the file and the field): the shape fields
     are positive whole numbers (not 32.7, `true`, 0 or Infinity), the query heads are a multiple
@@ -124,8 +125,11 @@ def from_hf_config(path: str) -> dict[str, Any]:
     """
     raw = _read_hf_config(path)
     source, path = path, display_path(path)  # messages show it as the user would type it
-    if raw.get("num_local_experts") or raw.get("num_experts"):
-        raise ValueError(f"{path} describes a mixture-of-experts model; only dense ones fit")
+    from simsched.config import hf_moe  # it computes with moe_shapes, which imports this module
+
+    if hf_moe.is_moe(raw):
+        model = {"name": Path(source).parent.name or "hf_config", **hf_moe.moe_from_hf(raw, path)}
+        return {**model, **_weight_dtype(raw), "hf_config": str(source)}
     shape = {key: _whole(raw, key, most, path) for key, most in _SHAPE_FIELDS.items()}
     hidden, heads = shape["hidden_size"], shape["num_attention_heads"]
     optional = {key: _whole(raw, key, most, path, required=False)
@@ -167,6 +171,17 @@ def from_hf_config(path: str) -> dict[str, Any]:
     if dtype:
         model["weight_dtype"] = dtype
     return model
+
+
+def _weight_dtype(raw: dict[str, Any]) -> dict[str, str]:
+    """A MoE checkpoint's weight precision: FP8 when its quantization_config says so
+    (DeepSeek-V3/R1's block-scaled e4m3), else its torch_dtype."""
+    quant = raw.get("quantization_config")
+    if isinstance(quant, dict) and quant.get("quant_method") == "fp8":
+        return {"weight_dtype": "fp8"}
+    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    dtype = _HF_DTYPES.get(str(text.get("torch_dtype", raw.get("torch_dtype", "bfloat16"))))
+    return {"weight_dtype": dtype} if dtype else {}
 
 
 def _read_hf_config(path: str) -> dict[str, Any]:

@@ -18,7 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from simsched.config.model_presets import MODEL_PRESETS, dtype_bytes, from_hf_config
+from simsched.config import moe_shapes
+from simsched.config.model_presets import MODEL_PRESETS as DENSE_PRESETS
+from simsched.config.model_presets import from_hf_config
+from simsched.config.moe_presets import MOE_PRESETS
+
+# dense shapes (model_presets.py) and MoE ones (moe_presets.py), by name
+MODEL_PRESETS = {**DENSE_PRESETS, **MOE_PRESETS}
 
 GIB = 1024**3
 
@@ -133,12 +139,14 @@ __all__ = ["GIB", "GPU_PRESETS", "MODEL_PRESETS", "from_hf_config", "kv_bytes_pe
 
 
 def weight_bytes(model: Any) -> int:
-    return int(model.params * dtype_bytes(model, "weight"))
+    """All weights' bytes; MoE experts may have their own precision (config/moe_shapes.py)."""
+    return moe_shapes.weight_bytes(model)
 
 
 def kv_bytes_per_token(model: Any) -> int:
-    """Keys and values of one token in every layer: 2 * layers * kv_heads * head_dim * dtype."""
-    return int(2 * model.layers * model.kv_heads * model.head_dim * dtype_bytes(model, "kv"))
+    """Keys and values of one token in every layer: 2 * layers * kv_heads * head_dim * dtype
+    for GQA; MLA and sliding-window layers as config/moe_shapes.py computes them."""
+    return moe_shapes.kv_bytes_per_token(model)
 
 
 def usable_bytes(gpu: Any, tp: int, utilization: float) -> float:
@@ -146,11 +154,14 @@ def usable_bytes(gpu: Any, tp: int, utilization: float) -> float:
     return gpu.memory_gib * GIB * tp * utilization
 
 
-def blocks_from_memory(gpu: Any, model: Any, tp: int, utilization: float, block_size: int) -> int:
+def blocks_from_memory(
+    gpu: Any, model: Any, tp: int, utilization: float, block_size: int, copies: int = 1
+) -> int:
     """KV blocks that fit beside the weights: (usable memory - weights) / bytes per block.
 
     Activations and CUDA graphs, which vLLM also subtracts, are left out: the blocks are an
-    upper bound of what vLLM would report, by a few percent for these models.
+    upper bound of what vLLM would report, by a few percent for these models. `copies`: GPUs
+    that each hold a token's KV (MLA's latent under attention TP, config/moe_serving.py).
     """
     spare = usable_bytes(gpu, tp, utilization) - weight_bytes(model)
-    return max(0, int(spare // (kv_bytes_per_token(model) * block_size)))
+    return max(0, int(spare // (kv_bytes_per_token(model) * copies * block_size)))

@@ -14,6 +14,7 @@ from typing import Any
 
 from simsched.config.loading import resolve_variants
 from simsched.config.router import router_warning
+from simsched.outputs.moe_notes import moe_notes
 from simsched.results.backlog import had_backlog
 from simsched.results.frames import SimulationResult
 from simsched.results.utilisation import SKEW_LIMIT, skewed
@@ -60,6 +61,7 @@ def table_notes(result: SimulationResult) -> list[str]:
     """Plain-words notes on what the table cannot show by itself."""
     resolved = dict(resolve_variants(result.scenario))
     notes = _router_notes(result, resolved)
+    notes += moe_notes(resolved, list(result.variants))  # MoE / speculative: their error
     for variant in result.variants:
         usage = result.utilisation.get(variant)
         if skewed(usage):

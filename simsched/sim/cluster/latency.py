@@ -133,15 +133,30 @@ def _gpu_share(gpu: Any, dtype: str) -> float:
 DEFAULT_COMPUTE_SHARE = 0.45
 
 
-Latency = LinearLatency | RooflineLatency
+Latency = LinearLatency | RooflineLatency  # and MoE / speculative ones (moe_latency.py,
+# speculative.py), which take the same arguments
 
 
 def build_latency(config: Any) -> Latency:
     """The latency model a `ContinuousBatchingConfig` asks for (with its GPU's overrides)."""
     latency = config.gpu_latency_model
     if latency.kind == "linear":
-        return LinearLatency(latency)
-    return RooflineLatency(latency, config.gpu, config.model, config.tp, config.efficiency_scale)
+        model: Any = LinearLatency(latency)
+    elif getattr(config.model, "moe", None) is not None:
+        from simsched.sim.cluster.moe_latency import MoeRooflineLatency  # it builds on this one
+
+        serving = getattr(config, "moe_serving", None)
+        args = (config.gpu, config.model, config.tp, serving, config.efficiency_scale)
+        model = MoeRooflineLatency(latency, *args)
+    else:
+        args = (config.gpu, config.model, config.tp, config.efficiency_scale)
+        model = RooflineLatency(latency, *args)
+    spec = getattr(config, "speculative", None)
+    if spec is None:
+        return model
+    from simsched.sim.cluster.speculative import SpeculativeLatency
+
+    return SpeculativeLatency(model, spec, getattr(config.model, "layers", 1))
 
 
 def decode_run(

@@ -35,7 +35,8 @@ from simsched.sim.cluster.fast_forward import Jump, plan_jump
 from simsched.sim.cluster.frontend import build_frontend
 from simsched.sim.cluster.kv_memory import KvMemory, PlainKv
 from simsched.sim.cluster.prefix_cache import PrefixCachedKv
-from simsched.sim.cluster.sequences import DecodeSet, Seq, ceil_div
+from simsched.sim.cluster.sequences import Seq, ceil_div
+from simsched.sim.cluster.speculative import build_decode_set
 from simsched.sim.cluster.utilisation import UtilisationMeter
 from simsched.sim.kernel import RELEASE, SCHEDULER, At, AtInstant
 from simsched.sim.recorder import Recorder
@@ -75,7 +76,13 @@ class Replica:
         self.block_size = config.block_size
         self.max_tokens = config.max_num_batched_tokens
         self.max_seqs = config.max_num_seqs
-        self.fast_forward = config.fast_forward
+        # who used each iteration (attribution.py): nothing watched unless chargeback asks
+        self.attribution = attribution
+        # speculative.py: one token a step (the observer's set: per-tenant sums for chargeback),
+        # or several with speculative decoding
+        self.decoding = build_decode_set(config, attribution.decode_set)
+        # a speculative decode set is stepped through (its sequences emit unequal tokens)
+        self.fast_forward = config.fast_forward and self.decoding.jumpable
         self.latency = latency
         # The API server (frontend.py): fixed delays that shift the recorded instants, or
         # `cluster.frontend`'s queueing stage before and after the engine. Multi-step
@@ -101,9 +108,6 @@ class Replica:
         self.waiting: deque[Seq] = deque()
         self.running: dict[int, Seq] = {}  # by request seq, in the order they started running
         self.prefilling: list[Seq] = []  # running, prefill not complete, in running order
-        # who used each iteration (attribution.py): nothing watched unless chargeback asks
-        self.attribution = attribution
-        self.decoding: DecodeSet = attribution.decode_set(self.block_size)
         self.it = 0  # iterations completed
         self.t = 0.0  # when the last iteration ended
         self.busy = False
@@ -172,10 +176,11 @@ class Replica:
         if prefill + decodes == 0:
             raise RuntimeError(f"simulation bug: replica {self.index} scheduled an empty batch")
         self.chunks = plan
-        self.batch_tokens = prefill + decodes
+        verified = self.decoding.verified_tokens()  # decodes' tokens through the model
+        self.batch_tokens = prefill + verified
         end = self.t + step
         self.observer.iteration(self.index, self.t, end, prefill, decodes, self.kv.level)
-        self.meter.step(self.t, end, prefill + decodes, len(self.running), self.kv.level)
+        self.meter.step(self.t, end, prefill + verified, len(self.running), self.kv.level)
         self.attribution.stepped(self.index, self.t, end, plan, self.decoding, it)
         self._schedule(end)
 
@@ -185,7 +190,8 @@ class Replica:
         while True:
             free = self.kv.free()
             need = self.decoding.new_blocks(it)
-            budget = self.max_tokens - self.decoding.count
+            # with speculation the verified tokens may fill the budget: decodes still run
+            budget = max(0, self.max_tokens - self.decoding.verified_tokens())
             plan = []
             for seq in self.prefilling:
                 if budget == 0:
@@ -235,7 +241,7 @@ class Replica:
     def _preempt_newest(self, it: int) -> None:
         seq = self.running.pop(next(reversed(self.running)))
         if seq.finish >= 0:
-            blocks = ceil_div(it + seq.off - 1, self.block_size)
+            blocks = self.decoding.blocks_held(seq, it - 1)
             self.decoding.remove(seq)
         else:
             blocks = seq.blocks
@@ -285,7 +291,7 @@ class Replica:
 
     def _finish_decodes(self, it: int, end: float) -> None:
         for seq in self.decoding.pop_finishing(it):
-            self._finish(seq, ceil_div(it + seq.off, self.block_size), end)
+            self._finish(seq, self.decoding.blocks_held(seq, it), end)
 
     def _finish(self, seq: Seq, blocks: int, end: float) -> None:
         self.kv.finish(seq, blocks)

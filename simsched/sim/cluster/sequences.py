@@ -67,6 +67,8 @@ class DecodeSet:
     `residues` (sequences per `off % block_size`) gives each iteration's new blocks.
     """
 
+    jumpable = True  # fast_forward.py may plan a run of its iterations at once
+
     def __init__(self, block_size: int) -> None:
         self.block_size = block_size
         self.count = 0
@@ -111,6 +113,14 @@ class DecodeSet:
 
     def new_blocks(self, it: int) -> int:
         return self.residues[(1 - it) % self.block_size]
+
+    def verified_tokens(self) -> int:
+        """Tokens the decodes put through the model in an iteration: one each."""
+        return self.count
+
+    def blocks_held(self, seq: Seq, it: int) -> int:
+        """Blocks `seq` holds once iteration `it` has run: ceil((it + off) / block_size)."""
+        return ceil_div(it + seq.off, self.block_size)
 
     def context(self, it: int) -> int:
         return self.count * it + self.sum_off

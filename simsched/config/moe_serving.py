@@ -1,0 +1,63 @@
+"""How a replica serves a Mixture-of-Experts model: expert and attention parallelism, routing
+imbalance and the all-to-all's latency (`cluster.moe_serving`; docs/moe.md).
+
+The replica keeps its `tp` GPUs. `ep` of them split the routed experts (expert parallelism:
+each token's hidden state is dispatched to the GPUs holding its experts and combined back, an
+all-to-all per MoE layer); without it the experts are sharded by tensor parallelism like dense
+weights. `attention_dp` groups run attention data-parallel ("DEP" when ep = attention_dp = tp),
+each over tp / attention_dp GPUs, each with its own sequences and KV cache.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simsched.config.moe import MlaSpec
+
+Small = Annotated[int, Field(gt=0, le=2**20)]
+
+
+class MoeServingSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    ep: Small = 1
+    attention_dp: Small = 1
+    # the busiest GPU's expert reads over the mean under uniform routing; 1 is uniform routing
+    # (no fitted value yet: docs/moe.md, "Calibration")
+    imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] = 1.0
+    # latency of one all-to-all (dispatch or combine); the default is the fitted latency of one
+    # tensor-parallel all-reduce over the same NVLink (hardware.py `allreduce_us`)
+    alltoall_us: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 30.2
+    # the share of the GPU's roofline (its compute and memory shares) that the routed experts'
+    # grouped GEMMs reach: many small GEMMs, one per expert, run below one large dense GEMM.
+    # Chosen on the MoE cases of calibration/published.yaml (docs/moe.md, "Calibration")
+    expert_efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.45
+
+
+NO_EXPERT_PARALLELISM = MoeServingSpec()
+
+
+def check_layout(spec: MoeServingSpec, tp: int, model: Any) -> None:
+    """ep and attention_dp must divide the replica's GPUs; ep > 1 needs experts to split."""
+    for name in ("ep", "attention_dp"):
+        value = getattr(spec, name)
+        if tp % value:
+            raise ValueError(
+                f"{name} ({value}) must divide tp ({tp}): it splits the replica's GPUs"
+            )
+    if spec.ep > 1 and getattr(model, "moe", None) is None:
+        raise ValueError(f"ep ({spec.ep}) splits experts, and model {model.name!r} has none")
+    if spec.ep > 1 and model.moe.experts % spec.ep:
+        raise ValueError(f"ep ({spec.ep}) must divide the model's {model.moe.experts} experts")
+
+
+def kv_copies(model: Any, tp: int, spec: MoeServingSpec | None) -> int:
+    """How many GPUs hold each token's KV: MLA's one latent head cannot be split over heads, so
+    every GPU of an attention group keeps the whole latent cache of its group's sequences (the
+    S-TRT-B3 figure: 4,000 concurrent requests with attention DP8, 500 with attention TP8). GQA
+    caches are split by heads (as the dense model has always assumed)."""
+    if not isinstance(getattr(model, "attention", None), MlaSpec):
+        return 1
+    return tp // (spec or NO_EXPERT_PARALLELISM).attention_dp

@@ -1,0 +1,47 @@
+"""Notes under a run's table when it serves an MoE model or decodes speculatively: how far the
+model's figures are from the published runs it was checked against (docs/moe.md,
+"Calibration"), and what it leaves out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Median absolute errors of `simsched calibrate --no-fit` on the MoE and speculative cases of
+# calibration/published.yaml with the shipped defaults (docs/continuous_batching.md, Fidelity)
+MOE_MEDIAN_ERROR = "17.5%"
+SPEC_MEDIAN_ERROR = "17.8%"
+
+
+def moe_notes(resolved: dict[str, Any], variants: list[str]) -> list[str]:
+    """One note per kind of figure that needs a word, naming the variants it concerns."""
+    found: dict[str, list[str]] = {}
+    for variant in variants:
+        cluster = resolved[variant].cluster
+        model = getattr(cluster, "model", None)
+        for note in _notes_for(model, getattr(cluster, "speculative", None)):
+            found.setdefault(note, []).append(variant)
+    every = len(variants)
+    return [
+        note if len(names) == every or every == 1 else f"variant {', '.join(names)}: {note}"
+        for note, names in found.items()
+    ]
+
+
+def _notes_for(model: Any, speculative: Any) -> list[str]:
+    notes = []
+    if getattr(model, "moe", None) is not None:
+        notes.append(
+            "MoE model: against published MoE throughput its figures are off by "
+            f"{MOE_MEDIAN_ERROR} (median; docs/moe.md, Calibration)"
+        )
+    if getattr(model, "sliding_window", None) is not None:
+        notes.append(
+            "sliding-window layers: their bounded cache (window tokens a sequence) is not "
+            "counted in the KV blocks nor read per iteration"
+        )
+    if speculative is not None:
+        notes.append(
+            "speculative decoding: a fixed mean acceptance for every request; against "
+            f"published MTP latencies its figures are off by {SPEC_MEDIAN_ERROR} (median)"
+        )
+    return notes

@@ -1,0 +1,146 @@
+"""The roofline for a Mixture-of-Experts model: the expert weights an iteration reads depend on
+how many distinct experts its tokens activate, the FLOPs on the active parameters, and expert
+parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
+
+    distinct(T) = E * (1 - (1 - k/E)^T)            experts one MoE layer reads for T tokens
+    weights(T)  = static_bytes + L_moe * min(E, imbalance * distinct(T)) * expert_bytes / x_eff
+    flops(T)    = 2 * (other_active + routed_active / x_eff) * T + 2 * vocab * hidden * D
+    gemm        = max(flops(T) / compute, weights(T) / memory)      (x_eff: expert_efficiency)
+    attention   = as the dense roofline, with MLA's query width, and the KV reads times the GPUs
+                  that each hold a token's latent (kv_copies)
+    reduces     = L * [attention group > 1] + (L - L_moe, or L with ep = 1) * [tp > 1]
+                  all-reduces of 2 (g - 1)/g * hidden * 2 B per token over g GPUs
+    all-to-all  = 2 * L_moe * (alltoall_us + T/ep * k * hidden * 2 B * (ep - 1)/ep / link)
+    cpu         = overhead_ms + per_seq_ms * D
+
+T = prefill tokens + decoding sequences, D = decoding sequences, L layers of which L_moe MoE.
+Everything works on NumPy arrays of contexts as well, so `decode_run` applies unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from simsched.config import presets
+from simsched.config.model_presets import DTYPE_BYTES, dtype_bytes
+from simsched.config.moe import attention_of, expert_params
+from simsched.config.moe_serving import NO_EXPERT_PARALLELISM, MoeServingSpec, kv_copies
+from simsched.config.moe_shapes import active_params, routed_expert_params
+from simsched.sim.cluster.latency import RooflineLatency
+
+ACTIVATION_BYTES = 2  # BF16 hidden states on the wire, as the dense all-reduce assumes
+
+
+def distinct_experts(experts: int, per_token: int, tokens: Any) -> Any:
+    """Expected distinct experts that `tokens` tokens choose, each `per_token` of `experts`,
+    under uniform routing: an expert is missed by one token with probability 1 - k/E."""
+    return experts * (1.0 - (1.0 - per_token / experts) ** tokens)
+
+
+def alltoall_ms(
+    tokens: Any, per_token: int, hidden: int, ep: int, latency_us: float, link_gbps: float
+) -> Any:
+    """One all-to-all (dispatch or combine) of an MoE layer: each of the ep GPUs sends its
+    T/ep tokens' hidden states to their k experts, (ep - 1)/ep of them on other GPUs, over its
+    own link in parallel with the others."""
+    if ep == 1:
+        return 0.0 * tokens
+    per_gpu = tokens / ep * per_token * hidden * ACTIVATION_BYTES * (ep - 1) / ep
+    return latency_us / 1000 + per_gpu / (link_gbps * 1e6)
+
+
+class MoeRooflineLatency:
+    """The roofline of latency.py with the MoE terms above; see the module's formulas."""
+
+    def __init__(
+        self, config: Any, gpu: Any, model: Any, tp: int, serving: MoeServingSpec | None,
+        scale: float = 1.0,
+    ) -> None:  # fmt: skip
+        dense = RooflineLatency(config, gpu, model, tp, scale)  # the shared coefficients
+        spec = serving or NO_EXPERT_PARALLELISM
+        moe = model.moe
+        self.experts, self.per_token = moe.experts, moe.experts_per_token
+        self.moe_layers = moe.moe_layers(model.layers)
+        self.imbalance = spec.imbalance
+        bytes_per_ms = presets.weight_bytes(model) / dense.weights_ms  # the replica's HBM rate
+        expert_dtype = moe.expert_dtype
+        each = dtype_bytes(model, "weight") if expert_dtype is None else DTYPE_BYTES[expert_dtype]
+        expert_bytes = expert_params(moe, model.hidden_size) * each
+        routed = routed_expert_params(model) * each
+        self.static_ms = (presets.weight_bytes(model) - routed) / bytes_per_ms
+        # per distinct expert read, at the grouped GEMMs' share of the memory roofline
+        self.expert_ms = expert_bytes * self.moe_layers / bytes_per_ms / spec.expert_efficiency
+        # FLOPs follow the active parameters: the body's share of them, the routed experts' at
+        # the grouped GEMMs' share of the compute roofline
+        body = _body_params(model)
+        routed_active = self.moe_layers * self.per_token * expert_params(moe, model.hidden_size)
+        other = body - (model.params - active_params(model)) - routed_active
+        per_param_ms = dense.token_ms / body
+        self.token_ms = per_param_ms * (other + routed_active / spec.expert_efficiency)
+        self.head_ms = dense.head_ms
+        q_width = attention_of(model).query_width(model)
+        dense_width = (model.heads or model.hidden_size // model.head_dim) * model.head_dim
+        self.pair_ms = dense.pair_ms * q_width / dense_width
+        self.kv_ms = dense.kv_ms * kv_copies(model, tp, serving)
+        self.seq_ms = dense.seq_ms
+        self.before_ms, self.after_ms = dense.before_ms, dense.after_ms
+        # collectives: attention all-reduces over each attention group, FFN all-reduces over
+        # the replica for dense layers (and MoE layers without ep), all-to-alls with ep
+        group = tp // spec.attention_dp
+        ffn_reduces = (model.layers - (self.moe_layers if spec.ep > 1 else 0)) if tp > 1 else 0
+        attn_reduces = model.layers if group > 1 else 0
+        link = gpu.link_gbps * 1e6
+        ring_bytes = 2 * model.hidden_size * ACTIVATION_BYTES  # times (g - 1)/g below
+        self.fixed_ms = (
+            config.overhead_ms + (ffn_reduces + attn_reduces) * config.allreduce_us / 1000
+        )
+        self.comm_ms = (
+            attn_reduces * ring_bytes * (group - 1) / group / spec.attention_dp
+            + ffn_reduces * ring_bytes * (tp - 1) / tp
+        ) / link  # per token in the batch (attention groups work on their share at once)
+        self.ep, self.hidden, self.link_gbps = spec.ep, model.hidden_size, gpu.link_gbps
+        self.alltoall_us = spec.alltoall_us
+
+    def weights_ms(self, tokens: Any, maximum: Callable = max) -> Any:
+        distinct = distinct_experts(self.experts, self.per_token, tokens)
+        read = self.imbalance * distinct
+        # at most every expert once (the busiest GPU holds E / ep of them)
+        if isinstance(read, float):
+            read = min(read, float(self.experts))
+        else:
+            read = read.clip(max=self.experts)
+        return self.static_ms + self.expert_ms * read
+
+    def iteration_ms(
+        self,
+        prefill_tokens: int,
+        prefill_pairs: int,
+        prefill_context: int,
+        decode_seqs: int,
+        decode_context: Any,
+        maximum: Callable = max,
+    ) -> Any:
+        tokens = prefill_tokens + decode_seqs
+        gemm = maximum(self.token_ms * tokens + self.head_ms * decode_seqs, self.weights_ms(tokens))
+        a2a = (
+            2
+            * self.moe_layers
+            * alltoall_ms(
+                tokens, self.per_token, self.hidden, self.ep, self.alltoall_us, self.link_gbps
+            )
+        )
+        fixed = self.fixed_ms + (self.comm_ms * tokens + self.seq_ms * decode_seqs)
+        return (
+            gemm
+            + self.pair_ms * prefill_pairs
+            + fixed
+            + a2a
+            + self.kv_ms * (prefill_context + prefill_tokens + decode_context)
+        )
+
+
+def _body_params(model: Any) -> float:
+    """Parameters in the GEMMs a token runs through: all but the embeddings and LM head."""
+    head = getattr(model, "vocab_size", 0) * model.hidden_size
+    return model.params - (head if getattr(model, "tied_embeddings", False) else 2 * head)

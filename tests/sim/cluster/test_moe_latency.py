@@ -1,0 +1,158 @@
+"""The MoE roofline's terms on hand-computed cases: distinct experts, the all-to-all, a whole
+DEP8 decode iteration of DeepSeek-R1 on H200, MLA's latent copies and the layout checks."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from simsched.config import presets
+from simsched.config.hardware import ModelSpec, RooflineLatencyConfig
+from simsched.config.loading import load_scenario
+from simsched.config.moe_serving import MoeServingSpec
+from simsched.sim.cluster.moe_latency import MoeRooflineLatency, alltoall_ms, distinct_experts
+from tests.sim.cluster.test_roofline_physics import ONE_REQUEST, write_scenario
+
+H200 = SimpleNamespace(**presets.GPU_PRESETS["h200"])
+R1 = ModelSpec(name="deepseek-r1", **presets.MODEL_PRESETS["deepseek-r1"])
+
+
+def test_distinct_experts_by_hand() -> None:
+    assert distinct_experts(8, 2, 1) == 2.0  # one token: its k experts
+    assert distinct_experts(8, 2, 2) == 8 * (1 - 0.75**2) == 3.5
+    assert distinct_experts(256, 8, 0) == 0.0
+
+
+def test_distinct_experts_match_a_brute_force_over_every_routing() -> None:
+    # E = 4, k = 2, T = 3: each token picks one of the 6 pairs uniformly; 216 routings
+    pairs = list(itertools.combinations(range(4), 2))
+    routings = list(itertools.product(pairs, repeat=3))
+    mean = sum(len(set().union(*routing)) for routing in routings) / len(routings)
+    assert distinct_experts(4, 2, 3) == pytest.approx(mean, rel=1e-12)
+
+
+def test_alltoall_by_hand() -> None:
+    # 800 tokens over ep 8: 100 a GPU, 8 experts each, 7168 x 2 bytes, 7/8 remote:
+    # 10,035,200 bytes a GPU at 450 GB/s = 450e6 bytes/ms, after 30.2 us
+    assert alltoall_ms(800, 8, 7168, 8, 30.2, 450.0) == pytest.approx(
+        0.0302 + 10_035_200 / 450e6, rel=1e-12
+    )
+    assert alltoall_ms(800, 8, 7168, 1, 30.2, 450.0) == 0.0  # no expert parallelism
+
+
+def test_a_dep8_decode_iteration_by_hand() -> None:
+    config = RooflineLatencyConfig(kind="roofline")
+    serving = MoeServingSpec(ep=8, attention_dp=8, expert_efficiency=1.0)  # at the roofline
+    latency = MoeRooflineLatency(config, H200, R1, 8, serving)
+    seqs = 64
+    # weights: FP8, 8 GPUs at 4,800 GB/s x the H200's memory share
+    bytes_per_ms = 8 * 4800e6 * presets.H200_MEMORY
+    expert = 3 * 7168 * 2048  # parameters of one routed expert, one byte each
+    routed = 58 * 256 * expert
+    distinct = 256 * (1 - (1 - 8 / 256) ** seqs)
+    weights = (R1.params - routed) / bytes_per_ms + 58 * distinct * expert / bytes_per_ms
+    # collectives: attention is data-parallel (groups of 1 GPU), the 58 MoE layers all-to-all,
+    # the 3 dense layers' FFNs all-reduce over the 8 GPUs
+    reduces = 3 * (30.2 / 1000 + seqs * 2 * 7168 * 2 * 7 / 8 / 450e6)
+    a2a = 2 * 58 * (30.2 / 1000 + seqs / 8 * 8 * 7168 * 2 * 7 / 8 / 450e6)
+    cpu = 0.938 + 0.0968 * seqs
+    compute = latency.token_ms * seqs + latency.head_ms * seqs
+    assert compute < weights  # 64 decodes are weight-bound
+    expected = weights + reduces + a2a + cpu
+    assert latency.iteration_ms(0, 0, 0, seqs, 0) == pytest.approx(expected, rel=1e-12)
+
+
+def test_flops_follow_the_active_parameters() -> None:
+    config = RooflineLatencyConfig(kind="roofline")
+    latency = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(expert_efficiency=1.0))
+    head = 129280 * 7168
+    idle = 58 * (256 - 8) * 3 * 7168 * 2048
+    per_ms = 8 * 1979e9 * presets.GPU_PRESETS["h200"]["compute_efficiency"]["fp8"]
+    assert latency.token_ms == pytest.approx(2 * (R1.params - 2 * head - idle) / per_ms, rel=1e-9)
+
+
+def test_imbalance_reads_more_experts_up_to_all_of_them() -> None:
+    config = RooflineLatencyConfig(kind="roofline")
+    even = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8))  # shipped efficiency
+    skewed = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8, imbalance=2.0))
+    # one token reads 8 experts a layer, 16 with imbalance 2; many tokens at most all 256
+    assert skewed.weights_ms(1) - even.weights_ms(1) == pytest.approx(8 * even.expert_ms)
+    assert skewed.weights_ms(10_000) == pytest.approx(even.static_ms + 256 * even.expert_ms)
+
+
+def cluster(extra: str = "") -> str:
+    return (
+        "  service_model: continuous_batching\n  gpu: h200\n  tp: 8\n  model: deepseek-r1\n" + extra
+    )
+
+
+def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path) -> None:
+    # 8 x 141 GiB x 0.9 less the FP8 weights, over 70,272 BF16 bytes x 16 tokens a block:
+    # attention TP8 keeps 8 copies of each latent (S-TRT-B3: 500 vs 4,000 requests)
+    spare = 8 * 141 * 1024**3 * 0.9 - R1.params
+    tp = load_scenario(write_scenario(tmp_path, cluster(), ONE_REQUEST)).cluster
+    dep = load_scenario(
+        write_scenario(tmp_path, cluster("  moe_serving: {ep: 8, attention_dp: 8}"), ONE_REQUEST)
+    ).cluster
+    assert dep.blocks_per_replica == int(spare // (70_272 * 16))
+    assert tp.blocks_per_replica == int(spare // (70_272 * 8 * 16))
+
+
+@pytest.mark.parametrize(
+    ("cluster_text", "message"),
+    [
+        (cluster("  moe_serving: {ep: 3}"), "ep (3) must divide tp (8)"),
+        (cluster("  moe_serving: {attention_dp: 16}"), "attention_dp (16) must divide tp"),
+        (cluster("  moe_serving: {ep: 8, imbalance: 0.5}"), "imbalance"),
+        (
+            "  service_model: continuous_batching\n  tp: 2\n  moe_serving: {ep: 2}",
+            "has none",
+        ),
+    ],
+)
+def test_bad_layouts_exit_2_naming_the_field(
+    cluster_text: str,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from simsched.cli.app import main
+
+    write_scenario(tmp_path, cluster_text, ONE_REQUEST)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["simsched", "validate", "s.yaml"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1
+    assert err.startswith("s.yaml: cluster") and message in err
+
+
+def test_expert_efficiency_slows_only_the_routed_experts() -> None:
+    config = RooflineLatencyConfig(kind="roofline")
+    full = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8, expert_efficiency=1.0))
+    half = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8, expert_efficiency=0.5))
+    assert half.expert_ms == pytest.approx(2 * full.expert_ms, rel=1e-12)
+    assert half.static_ms == full.static_ms
+    # FLOPs: the 58 x 8 routed experts a token runs cost twice, the rest as before
+    head = 129280 * 7168
+    per_param = full.token_ms / (R1.params - 2 * head - 58 * 248 * 3 * 7168 * 2048)
+    routed_active = 58 * 8 * 3 * 7168 * 2048
+    assert half.token_ms - full.token_ms == pytest.approx(per_param * routed_active, rel=1e-9)
+
+
+def test_the_table_says_how_far_moe_and_speculative_figures_are(tmp_path: Path) -> None:
+    from simsched.outputs.cluster_table import table_notes
+    from simsched.results.simulate import simulate
+
+    spec = "  speculative: {method: mtp, tokens: 1, acceptance: 0.8}"
+    path = write_scenario(tmp_path, cluster(spec), ONE_REQUEST)
+    notes = table_notes(simulate(load_scenario(path)))
+    assert any(note.startswith("MoE model: ") and "%" in note for note in notes)
+    assert any(note.startswith("speculative decoding: ") for note in notes)
+    dense = write_scenario(tmp_path, "  service_model: continuous_batching", ONE_REQUEST)
+    assert table_notes(simulate(load_scenario(dense))) == []
