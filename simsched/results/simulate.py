@@ -108,6 +108,9 @@ def _timeline(timelines: list[pd.DataFrame], caching: bool) -> pd.DataFrame:
     frame = pd.concat(timelines, ignore_index=True)
     if caching and "cached_blocks" not in frame:
         frame["cached_blocks"] = pd.Series(dtype="Int64")
+    if "state" in frame:  # some variant autoscales: a fixed pool's replicas always serve
+        frame["state"] = frame["state"].fillna("serving")
+        columns.append("state")
     return frame[columns]
 
 

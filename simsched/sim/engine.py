@@ -14,6 +14,7 @@ import pandas as pd
 
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
+from simsched.sim.cluster.autoscaler import start_autoscaler
 from simsched.sim.cluster.registry import SERVICE_MODELS
 from simsched.sim.dispatcher import Stages, scheduler_process
 from simsched.sim.feed import Feed
@@ -74,6 +75,9 @@ class VariantRun:
     sessions: tuple[np.ndarray, np.ndarray] | None = None  # each request's session and turn
     # per replica, what its GPU did (cluster/utilisation.py); empty for a model without replicas
     utilisation: list = field(default_factory=list)
+    # the replica group: what was provisioned and when (cluster/replica_group.py); None
+    # for a model without replicas
+    group: object = None
     per_token_timing: bool = True  # whether the service model times each output token
 
 
@@ -109,6 +113,7 @@ def run_variant(
     stages = Stages(env, policy, lanes, gateway, gate, cluster, buckets, recorder)
     env.process(scheduler_process(stages))
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
+    start_autoscaler(env, scenario.cluster, cluster, lanes, feed)  # with cluster.autoscale
     _run_bounded(env, scenario, recorder)
     kv_peak_ratio = cluster.kv_peak_ratio()
     usage = cluster.utilisation() if hasattr(cluster, "utilisation") else []
@@ -131,6 +136,7 @@ def run_variant(
         sessions,
         utilisation=usage,
         per_token_timing=timed,
+        group=getattr(cluster, "group", None),
     )
 
 

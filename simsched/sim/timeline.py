@@ -73,6 +73,9 @@ class TimelineSampler:
         self.rows: list[tuple] = []
         # prefix caching: free blocks holding cached prefixes, per replica, as a last column
         self.cached = cluster.cached_blocks if getattr(cluster, "prefix_caching", False) else None
+        # autoscaling: each replica slot's state (off, warming, serving, draining), a column more
+        states = getattr(cluster, "replica_states", None)
+        self.states = states if states is not None and states() is not None else None
 
     def process(self) -> Generator[simpy.Event, None, None]:
         # Nothing happens before the first arrival: a trace stamped in epoch milliseconds
@@ -100,6 +103,10 @@ class TimelineSampler:
             rows = self.rows
             for offset, cached in enumerate(reversed(self.cached())):
                 rows[-1 - offset] += (cached,)
+        if self.states is not None:
+            rows = self.rows
+            for offset, state in enumerate(reversed(self.states())):
+                rows[-1 - offset] += (state,)
 
     def _finished(self) -> bool:
         """All work done, or nothing left that could ever do it: no other event is scheduled
@@ -113,4 +120,5 @@ class TimelineSampler:
 
     def frame(self) -> pd.DataFrame:
         extra = ["cached_blocks"] if self.cached is not None else []
+        extra += ["state"] if self.states is not None else []
         return pd.DataFrame(self.rows, columns=TIMELINE_COLUMNS + extra)

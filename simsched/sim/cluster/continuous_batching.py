@@ -21,6 +21,7 @@ import simpy
 
 from simsched.sim.cluster.latency import build_latency, sustained_tokens_per_ms
 from simsched.sim.cluster.replica import NoObserver, Replica
+from simsched.sim.cluster.replica_group import build_group, replica_slots
 from simsched.sim.cluster.router import build_router
 from simsched.sim.cluster.sequences import ceil_div
 from simsched.sim.cluster.utilisation import ReplicaUsage
@@ -42,18 +43,26 @@ class ContinuousBatching:
         self.env = env
         self.recorder = recorder
         latency = build_latency(config)
-        self.replicas = [Replica(env, i, config, latency, recorder) for i in range(config.replicas)]
+        slots = replica_slots(config)  # autoscaling builds every slot it may ever use
+        self.replicas = [Replica(env, i, config, latency, recorder) for i in range(slots)]
         for replica in self.replicas:
             replica.on_room = self._room_appeared
             replica.observer = observer or NoObserver()
+        # the replicas that take requests: all of them, or those an autoscaler keeps serving
+        self.group = build_group(env, config, self.replicas, self._room_appeared)
         self.block_size = config.block_size
         self.blocks_per_replica = config.blocks_per_replica
-        self.kv_blocks_total = self.blocks_per_replica * config.replicas
         self.tput = config.replicas * sustained_tokens_per_ms(latency, config)
         self.max_waiting = config.max_waiting_per_replica
         self.prefix_caching = config.prefix_caching
         self.router = build_router(config, self.replicas, seed)
+        self.router.routable = self.group.serving  # the same list: the group resizes it
         self._room: simpy.Event | None = None
+
+    @property
+    def kv_blocks_total(self) -> int:
+        """KV blocks of the replicas that hold or may hold requests (all, without autoscaling)."""
+        return self.group.kv_blocks_total
 
     @staticmethod
     def sustained_tokens_per_ms(config: Any) -> float:
@@ -76,7 +85,7 @@ class ContinuousBatching:
 
     def has_room(self) -> bool:
         limit = self.max_waiting
-        for replica in self.replicas:  # noqa: SIM110 (a loop, not any(): once per dispatch)
+        for replica in self.group.serving:  # noqa: SIM110 (a loop, not any(): once per dispatch)
             if len(replica.waiting) < limit:
                 return True
         return False
@@ -106,11 +115,15 @@ class ContinuousBatching:
 
     def snapshot(self) -> list[tuple[int, int, int, int, int]]:
         """Per replica: (running, waiting, kv_blocks_used, kv_blocks_total, batch_tokens)."""
-        return [replica.snapshot() for replica in self.replicas]
+        return self.group.snapshot()
 
     def utilisation(self) -> list[ReplicaUsage]:
         """Per replica: what its GPU did over the run (utilisation.py)."""
         return [replica.meter.usage() for replica in self.replicas]
+
+    def replica_states(self) -> list[str] | None:
+        """Per replica slot: off, warming, serving or draining; None without autoscaling."""
+        return self.group.states()
 
     def cached_blocks(self) -> list[int]:
         """Per replica: free blocks that hold cached prefixes (evictable), with prefix caching."""
