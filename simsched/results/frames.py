@@ -68,6 +68,8 @@ class SimulationResult:
     # variants with `sessions` tenants: turn figures per session tenant and `all` over them
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     utilisation: dict[str, dict[str, Any]] = field(default_factory=dict)  # variants with replicas
+    # GPU-hours, cost and busy share over provisioned time, where some variant autoscales
+    provisioned: dict[str, dict[str, Any]] = field(default_factory=dict)
     facts: dict[str, VariantFacts] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # a notebook shows this: one line per variant, not the frames
@@ -100,6 +102,8 @@ class SimulationResult:
             out["sessions"] = self.sessions
         if self.utilisation:
             out["utilisation"] = self.utilisation
+        if self.provisioned:
+            out["provisioned"] = self.provisioned
         return out
 
 

@@ -20,6 +20,7 @@ from simsched.results.frames import (
     variant_frame,
 )
 from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
+from simsched.results.provisioned import autoscaled, provisioned_summary
 from simsched.results.summaries import capacity_summary, slo_verdict, summarize
 from simsched.results.tenants import session_summary, tenant_frame, tenant_metric_rows
 from simsched.results.utilisation import utilisation_summary
@@ -52,6 +53,8 @@ def simulate(
     summaries, slo, fairness, capacity, prefix_cache, facts = {}, {}, {}, {}, {}, {}
     sessions, utilisation = {}, {}
     caching = any(caching_on(resolved) for _, resolved in chosen)
+    scaling = any(autoscaled(resolved) for _, resolved in chosen)
+    provisioned = {}
     for name, resolved in chosen:
         table = variant_workload(name, resolved, workloads, scenario)
         tick = (lambda done, total, name=name: progress(name, done, total)) if progress else None
@@ -77,6 +80,8 @@ def simulate(
         usage = utilisation_summary(run.utilisation, frame)
         if usage is not None:  # a model with replicas (continuous batching)
             utilisation[name] = usage
+        if scaling and run.group is not None:  # only where some variant autoscales
+            provisioned[name] = provisioned_summary(resolved, run.group, run.utilisation, frame)
         slo[name] = slo_verdict(resolved, frame, summaries[name], rows)
         fairness[name] = fairness_summary(frame, {t.id: t.weight for t in resolved.tenants})
         frames.append(frame.sort_values("_seq", kind="stable"))
@@ -96,6 +101,7 @@ def simulate(
         prefix_cache=prefix_cache,
         sessions=sessions,
         utilisation=utilisation,
+        provisioned=provisioned,
         facts=facts,
         timeline=_timeline(timelines, caching),
     )

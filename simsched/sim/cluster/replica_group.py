@@ -39,11 +39,12 @@ class ProvisionedSpan:
 @dataclass(frozen=True)
 class ScaleEvent:
     """The replica counts after a change at `time_ms`: provisioned (warming, serving or
-    draining) and serving."""
+    draining), serving and warming."""
 
     time_ms: float
     provisioned: int
     serving: int
+    warming: int
 
 
 class ReplicaGroup(Protocol):
@@ -188,7 +189,7 @@ class AutoscaledGroup:
     def _changed(self) -> None:
         self.kv_blocks_total = self._ready_blocks()
         provisioned = self.count(WARMING, SERVING, DRAINING)
-        event = ScaleEvent(self.env.now, provisioned, len(self.serving))
+        event = ScaleEvent(self.env.now, provisioned, len(self.serving), self.count(WARMING))
         if self._events and self._events[-1].time_ms == event.time_ms:
             self._events[-1] = event  # one row per instant: the state after all its changes
         else:
