@@ -67,9 +67,12 @@ class Autoscaler:
         self.interval_ms = spec.interval_s * 1000.0
         self.metric = build_metric(spec.metric, group, lanes, self.interval_ms)
         self.decision = ScaleDecision(spec)
+        # read before the run starts: by the time the process first runs, the scheduler may
+        # already have taken the first arrival from the feed
+        self.first_arrival_ms = feed.next_arrival_ms
 
     def process(self) -> Generator[Any, None, None]:
-        first = self.feed.next_arrival_ms
+        first = self.first_arrival_ms
         if first is not None and first > self.env.now:
             yield self.env.timeout(first - self.env.now)
         while True:
