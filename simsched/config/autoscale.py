@@ -13,9 +13,9 @@ The spec names no pool: the merger of `cluster.pools` attaches one per pool.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from simsched.config.spec_base import NonNegativeFloat, PositiveFloat, Size, Spec
 
@@ -44,6 +44,13 @@ class ColdStart(Spec):
     engine_start_s: NonNegativeFloat = DEFAULT_ENGINE_START_S
 
 
+def _auto_is_the_defaults(value: Any) -> Any:
+    """`cold_start: auto` is the measured defaults; a mapping overrides some of them."""
+    if isinstance(value, str) and value != "auto":
+        raise ValueError("expected auto or a mapping {load_gbps, engine_start_s}")
+    return {} if value == "auto" else value
+
+
 class AutoscaleSpec(Spec):
     min: Size
     max: Size
@@ -52,7 +59,7 @@ class AutoscaleSpec(Spec):
     interval_s: PositiveFloat = DEFAULT_INTERVAL_S
     tolerance: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = DEFAULT_TOLERANCE
     scale_up_delay_s: NonNegativeFloat | None = None
-    cold_start: Literal["auto"] | ColdStart | None = None
+    cold_start: Annotated[ColdStart | None, BeforeValidator(_auto_is_the_defaults)] = None
     scale_down_cooldown_s: NonNegativeFloat = DEFAULT_SCALE_DOWN_COOLDOWN_S
 
     @model_validator(mode="after")
@@ -67,5 +74,5 @@ class AutoscaleSpec(Spec):
         """Seconds from the decision to add a replica until it takes traffic."""
         if self.scale_up_delay_s is not None:
             return self.scale_up_delay_s
-        cold = ColdStart() if self.cold_start in (None, "auto") else self.cold_start
+        cold = ColdStart() if self.cold_start is None else self.cold_start
         return weight_bytes / (cold.load_gbps * 1e9) + cold.engine_start_s
