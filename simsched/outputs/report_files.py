@@ -17,6 +17,7 @@ SCENARIO_REPORT_FILES = (
     "service_share.png",
     "shed_reasons.png",
     "prefix_hit_rate.png",
+    "replicas_over_time.png",
 )
 PLAN_REPORT_FILES = (INDEX, "plan_slos.png")
 

@@ -26,6 +26,7 @@ from simsched.outputs.preflight import check_output_folder
 from simsched.outputs.report.cache_plots import has_hit_rates, prefix_hit_rates
 from simsched.outputs.report.data import ScenarioData, read_results_folder, result_data
 from simsched.outputs.report.page import write_index
+from simsched.outputs.report.scaling_plots import provisioned_table, replicas_over_time
 from simsched.outputs.report.scenario_plots import (
     kv_occupancy,
     queue_depth,
@@ -103,7 +104,10 @@ def scenario_report(data: ScenarioData, folder: Path) -> None:
     plots += [service_share(data, folder)] + ([shed] if shed is not None else [])
     if has_hit_rates(data):  # some variant caches prefixes
         plots.append(prefix_hit_rates(data, folder))
+    if data.provisioned:  # some variant autoscales
+        plots.append(replicas_over_time(data, folder))
     tables = [*per_tenant_tables(data.tenants), *utilisation_tables(data.utilisation)]
+    tables += provisioned_table(data.provisioned)
     if shed is None:  # no empty plot: a sentence says it
         tables.append(("No request was shed", pd.DataFrame()))
     notes = [f"note: {note}" for note in data.notes]  # what the console table says under it

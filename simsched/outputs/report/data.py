@@ -34,6 +34,7 @@ class ScenarioData:
     utilisation: dict[str, Any] | None = None  # summary.json's `utilisation`, where present
     # the console table's notes (router, skew, no backlog); a results folder's report has none
     notes: list[str] = field(default_factory=list)
+    provisioned: dict[str, Any] | None = None  # summary.json's `provisioned`, where autoscaled
 
 
 def result_data(result: SimulationResult) -> ScenarioData:
@@ -51,6 +52,7 @@ def result_data(result: SimulationResult) -> ScenarioData:
         result.scenario.description,
         result.utilisation,
         table_notes(result),
+        result.provisioned,
     )
 
 
@@ -68,8 +70,16 @@ def read_results_folder(folder: Path) -> ScenarioData:
     slo = {v: {"interactive": _slo_target(summary, v, folder / SUMMARY_FILE)} for v in variants}
     title = str(summary.get("scenario", folder.name))
     usage = summary.get("utilisation")
+    provisioned = summary.get("provisioned")
     return ScenarioData(
-        title, variants, requests, _tenants_only(tenants), timeline, slo, utilisation=usage
+        title,
+        variants,
+        requests,
+        _tenants_only(tenants),
+        timeline,
+        slo,
+        utilisation=usage,
+        provisioned=provisioned if isinstance(provisioned, dict) else None,
     )
 
 
