@@ -16,6 +16,7 @@ from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.sim.cluster.autoscaler import start_autoscaler
 from simsched.sim.cluster.registry import SERVICE_MODELS
+from simsched.sim.cluster.replica_group import replica_slots
 from simsched.sim.dispatcher import Stages, scheduler_process
 from simsched.sim.feed import Feed
 from simsched.sim.gateway import AdmissionRules, AdmitAll, ArrivalGateway, TickGateway
@@ -156,7 +157,7 @@ def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> Tim
         return None
     interval = scenario.timeline.interval_ms
     if interval is None:  # sized to fit limits.max_timeline_rows
-        replicas = getattr(scenario.cluster, "replicas", 1)
+        replicas = replica_slots(scenario.cluster)  # a row per slot, autoscaled ones too
         interval = auto_interval_ms(*span, replicas, scenario.limits.max_timeline_rows)
     else:
         check_timeline_size(scenario, span[1] - span[0], interval)

@@ -18,6 +18,7 @@ import simpy
 
 from simsched.config.classes import BATCH, INTERACTIVE
 from simsched.errors import InputError
+from simsched.sim.cluster.replica_group import replica_slots
 from simsched.sim.feed import Feed
 from simsched.sim.lanes import Lanes
 
@@ -48,7 +49,7 @@ def auto_interval_ms(
 def check_timeline_size(scenario, span_ms: float, interval_ms: float) -> None:
     """Refuse an explicit `timeline.interval_ms` whose samples over the arrival span alone
     exceed the limit (the automatic interval is sized to fit it)."""
-    rows = span_ms / interval_ms * getattr(scenario.cluster, "replicas", 1)
+    rows = span_ms / interval_ms * replica_slots(scenario.cluster)
     most = scenario.limits.max_timeline_rows
     if rows > most:
         raise InputError(

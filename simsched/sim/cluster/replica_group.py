@@ -138,7 +138,7 @@ class AutoscaledGroup:
         current = self.count(WARMING, SERVING)
         if desired > current:
             for _ in range(desired - current):
-                self._start(self.state.index(OFF))
+                self._add_one()
         elif desired < current:
             for _ in range(current - desired):
                 self._stop_one()
@@ -146,6 +146,19 @@ class AutoscaledGroup:
             self._changed()
 
     # --- transitions ----------------------------------------------------------------------
+    def _add_one(self) -> None:
+        """A slot that is off starts warming. If every slot is taken (replicas still draining
+        after scale-downs in quick succession), the first draining slot serves again at
+        once: it is warm and still paid for, where Kubernetes would start one more pod."""
+        if OFF in self.state:
+            self._start(self.state.index(OFF))
+            return
+        index = self.state.index(DRAINING)
+        self.state[index] = SERVING
+        self.serving.append(self.replicas[index])
+        self.serving.sort(key=lambda r: r.index)
+        self.on_room()
+
     def _start(self, index: int) -> None:
         self.state[index] = WARMING
         self._since[index] = self.env.now
@@ -209,9 +222,12 @@ def _span_order(span: ProvisionedSpan) -> tuple[float, int]:
 
 
 def replica_slots(config: Any) -> int:
-    """Replica slots to build: the pool's count, or every slot an autoscaler may fill."""
+    """Replica slots to build: the pool's count (1 for a model without replicas), or every
+    slot an autoscaler may fill."""
     autoscale = getattr(config, "autoscale", None)
-    return config.replicas if autoscale is None else 2 * autoscale.max - autoscale.min
+    if autoscale is None:
+        return getattr(config, "replicas", 1)
+    return 2 * autoscale.max - autoscale.min
 
 
 def build_group(

@@ -19,7 +19,8 @@ from simsched.config.prices import GPU_PRICES_PER_HOUR
 from simsched.results.simulate import simulate
 from simsched.sim.cluster.autoscaler import ScaleDecision
 from simsched.sim.cluster.continuous_batching import ContinuousBatching
-from simsched.sim.cluster.replica_group import SERVING
+from simsched.sim.cluster.replica_group import SERVING, AutoscaledGroup
+from simsched.sim.kernel import SimEnvironment
 
 # every iteration: 1 ms + 0.01 ms per prefill token + 0.1 ms per decoding sequence
 LINEAR = {"kind": "linear", "base_ms": 1.0, "prefill_ms_per_token": 0.01, "decode_ms_per_seq": 0.1}
@@ -227,3 +228,44 @@ def test_a_run_without_autoscaling_reports_no_provisioned_block() -> None:
     result = simulate(validate(raw, "fixed.yaml"))
     assert result.provisioned == {} and "provisioned" not in result.to_json_dict()
     assert "state" not in result.timeline.columns
+
+
+class FakeReplica:
+    """What the group reads of a replica: its index, blocks, whether it holds work."""
+
+    def __init__(self, index: int) -> None:
+        self.index, self.capacity, self.busy = index, 10, False
+        self.on_idle = lambda: None
+
+    def fresh_memory(self) -> None:
+        assert not self.busy
+
+    def snapshot(self) -> tuple[int, int, int, int, int]:
+        return (0, 0, 0, self.capacity, 0)
+
+
+def test_slots_cycle_through_warming_serving_draining_and_off() -> None:
+    env = SimEnvironment()
+    replicas = [FakeReplica(i) for i in range(3)]  # min 1, max 2: 2 x 2 - 1 slots
+    rooms: list[float] = []
+    group = AutoscaledGroup(env, replicas, 1, 5.0, lambda: rooms.append(env.now))
+    group.scale_to(2)
+    assert group.states() == ["serving", "warming", "off"] and group.kv_blocks_total == 10
+    env.run(until=5.0)
+    env.run(until=5.5)  # the warm-up timer fires at 5.0
+    assert group.states() == ["serving", "serving", "off"] and rooms == [5.0]
+    replicas[1].busy = True  # it holds a request: scaling down drains it
+    group.scale_to(1)
+    assert group.states() == ["serving", "draining", "off"] and group.kv_blocks_total == 20
+    group.scale_to(2)
+    env.run(until=11.0)
+    replicas[2].busy = True
+    group.scale_to(1)  # the newest serving one drains: slot 2
+    assert group.states() == ["serving", "draining", "draining"]
+    group.scale_to(2)  # no slot is off: the first draining one serves again, at once
+    assert group.states() == ["serving", "serving", "draining"] and rooms[-1] == 11.0
+    replicas[2].busy = False
+    replicas[2].on_idle()  # its last request finished: off, and paid for until now
+    assert group.states() == ["serving", "serving", "off"]
+    spans = {(s.replica, s.start_ms, s.end_ms) for s in group.spans()}
+    assert spans == {(0, None, None), (1, 0.0, None), (2, 5.5, 11.0)}
