@@ -12,11 +12,12 @@ for until then, one that began with the run from the first arrival):
     kv_held_share = sum of (KV blocks held x time) / sum over spans of (duration x blocks)
     mean_replicas = replica_ms / window
 
-`replicas_over_time` lists each change of the provisioned (warming, serving or draining) and
-serving counts, from the window's start. `ttft_misses_while_warming` counts admitted requests
-that arrived while some replica was warming and missed their class's TTFT target: the SLO
-price of a cold start. Today a cluster is one pool, named `cluster`; the `total` row sums the
-pools (docs/autoscaling.md).
+`replicas_over_time` lists each change of the provisioned (warming, serving or draining),
+serving and warming counts, from the window's start; `request_rate_per_s` the arrivals per
+second from each change to the next (the last to the window's end), the load each count met.
+`ttft_misses_while_warming` counts admitted requests that arrived while some replica was
+warming and missed their class's TTFT target: the SLO price of a cold start. Today a cluster
+is one pool, named `cluster`; the `total` row sums the pools (docs/autoscaling.md).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def provisioned_summary(
     pool["cost_usd"] = None if price is None else round(pool["gpu_hours"] * price, DIGITS)
     pool["warmup_s"] = _warmup_s(cluster)
     pool["replicas_over_time"] = _steps(group, start, end)
+    pool["request_rate_per_s"] = _rates(frame, pool["replicas_over_time"], end)
     warming = _warming_windows(group.events())
     pool["ttft_misses_while_warming"] = _misses_while(frame, scenario.slo, warming)
     return {
@@ -93,6 +95,20 @@ def _steps(group: Any, start: float, end: float) -> list[list[float]]:
             row = [round(event.time_ms, 2), event.provisioned, event.serving, event.warming]
             steps.append(row)
     return steps
+
+
+def _rates(frame: pd.DataFrame, steps: list[list[float]], end: float) -> list[float | None]:
+    """Arrivals per second between each step of the replica counts and the next (the last up
+    to the window's end): the load each count met. None for an interval of no length."""
+    arrival = np.sort(frame["arrival_ms"].to_numpy(dtype=float))
+    edges = [row[0] for row in steps] + [end]
+    rates: list[float | None] = []
+    for i, (lo, hi) in enumerate(zip(edges, edges[1:], strict=False)):
+        last = i == len(steps) - 1  # the last interval holds the arrivals at its end too
+        right = np.searchsorted(arrival, hi, side="right" if last else "left")
+        count = right - np.searchsorted(arrival, lo, side="left")
+        rates.append(round(float(count) / ((hi - lo) / 1000), 3) if hi > lo else None)
+    return rates
 
 
 def _warming_windows(events: Sequence[Any]) -> list[tuple[float, float]]:

@@ -269,3 +269,20 @@ def test_slots_cycle_through_warming_serving_draining_and_off() -> None:
     assert group.states() == ["serving", "serving", "off"]
     spans = {(s.replica, s.start_ms, s.end_ms) for s in group.spans()}
     assert spans == {(0, None, None), (1, 0.0, None), (2, 5.5, 11.0)}
+
+
+def test_the_request_rate_beside_each_replica_count_accounts_for_every_arrival() -> None:
+    # rate x duration summed over the steps' intervals counts every request once (the rates
+    # are rounded to 3 decimals: within a request in all)
+    spec = {**QUEUE, "scale_up_delay_s": 0.5, "scale_down_cooldown_s": 2.0}
+    result = simulate(scenario(spec))
+    block = result.provisioned["base"]
+    pool = block["pools"]["cluster"]
+    edges = [row[0] for row in pool["replicas_over_time"]] + [block["window_ms"][1]]
+    rates = pool["request_rate_per_s"]
+    assert len(rates) == len(pool["replicas_over_time"])
+    total = sum(r * (hi - lo) / 1000 for r, lo, hi in zip(rates, edges, edges[1:], strict=False))
+    assert total == pytest.approx(len(result.requests), abs=1.0)
+    # up to the scale-up at 5000.5 ms: 50 light requests (0.5, 100.5, ..., 4900.5) and 951 of
+    # the flood (4050, 4051, ..., 5000), over 5 s
+    assert rates[0] == pytest.approx((50 + 951) / 5.0, abs=1e-3)
