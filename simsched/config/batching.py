@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from simsched.config import presets
+from simsched.config.autoscale import AutoscaleSpec
 from simsched.config.engines import (
     CapacityScheduler,
     CpuTime,
@@ -140,6 +141,10 @@ class ContinuousBatchingConfig(BaseModel):
         config.__pydantic_fields_set__.difference_update(added)
         return config
 
+    # a horizontal autoscaler over the replicas (config/autoscale.py, docs/autoscaling.md);
+    # `replicas` is then the count the run starts with, within [min, max]
+    autoscale: AutoscaleSpec | None = None
+
     @field_validator("gpu_overrides")
     @classmethod
     def _overrides_need_the_roofline(
@@ -153,6 +158,20 @@ class ContinuousBatchingConfig(BaseModel):
         if unknown:  # a misspelt name would silently apply to nothing
             raise ValueError(f"no GPU {unknown[0]!r} (known: {', '.join(dict.fromkeys(known))})")
         return overrides
+
+    @field_validator("autoscale")
+    @classmethod
+    def _start_within_bounds(
+        cls, autoscale: AutoscaleSpec | None, info: ValidationInfo
+    ) -> AutoscaleSpec | None:
+        replicas = info.data.get("replicas")
+        inside = autoscale is None or replicas is None or autoscale.min <= replicas <= autoscale.max
+        if not inside:
+            raise ValueError(
+                f"replicas ({replicas}) is the count the run starts with: it must lie in "
+                f"[min, max] = [{autoscale.min}, {autoscale.max}]"
+            )
+        return autoscale
 
     @property
     def gpu_latency_model(self) -> Any:

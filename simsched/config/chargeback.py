@@ -71,6 +71,8 @@ def resolved_power(spec: ChargebackSpec, gpu_name: str) -> tuple[float | None, f
 def _unsplit_mechanism(cluster: Any) -> str | None:
     """A mechanism whose iteration time the tenant split does not cover (attribution.py splits
     the dense roofline's and the linear model's terms, one token per decode step)."""
+    if getattr(cluster, "autoscale", None) is not None:
+        return "cluster.autoscale (provisioned time is the fixed fleet's here)"
     if getattr(cluster, "speculative", None) is not None:
         return "cluster.speculative"
     if getattr(cluster, "cpu_time", None) not in (None, "serial"):

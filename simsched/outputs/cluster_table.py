@@ -15,6 +15,7 @@ from typing import Any
 from simsched.config.loading import resolve_variants
 from simsched.config.router import router_warning
 from simsched.outputs.moe_notes import moe_notes
+from simsched.outputs.provisioned_table import autoscaled_variants
 from simsched.results.backlog import had_backlog
 from simsched.results.frames import SimulationResult
 from simsched.results.utilisation import SKEW_LIMIT, skewed
@@ -62,9 +63,16 @@ def table_notes(result: SimulationResult) -> list[str]:
     resolved = dict(resolve_variants(result.scenario))
     notes = _router_notes(result, resolved)
     notes += moe_notes(resolved, list(result.variants))  # MoE / speculative: their error
+    scaled = autoscaled_variants(result)
+    for variant in sorted(scaled, key=result.variants.index):
+        notes.append(
+            f"{_who(result, variant)}autoscaled: its per-replica figures are over replica slots "
+            "that served only part of the run, each over the whole run; the provisioned rows "
+            "are over the time each replica was paid for"
+        )
     for variant in result.variants:
         usage = result.utilisation.get(variant)
-        if skewed(usage):
+        if variant not in scaled and skewed(usage):
             notes.append(
                 f"{_who(result, variant)}load is skewed across replicas: the busiest took "
                 f"{usage['request_skew']:.2f}x the mean of requests (more than {SKEW_LIMIT:g}x); "

@@ -18,6 +18,7 @@ SCENARIO_REPORT_FILES = (
     "shed_reasons.png",
     "prefix_hit_rate.png",
     "cost_per_tenant.png",
+    "replicas_over_time.png",
 )
 PLAN_REPORT_FILES = (INDEX, "plan_slos.png")
 

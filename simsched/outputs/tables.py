@@ -10,6 +10,7 @@ import pandas as pd
 from simsched.config.classes import BATCH, INTERACTIVE
 from simsched.outputs.cluster_table import cluster_rows, table_notes
 from simsched.outputs.fairness_rows import dispersion_rows
+from simsched.outputs.provisioned_table import provisioned_rows
 from simsched.results.flow_shed import REASON_LABELS as FLOW_REASON_LABELS
 from simsched.results.frames import SimulationResult
 from simsched.sim.recorder import SHED_REASONS
@@ -27,6 +28,7 @@ def comparison_table(result: SimulationResult) -> str:
     rows.append(("all tenants", [""] * len(variants)))
     rows += _overall_rows(result)
     rows += cluster_rows(result)
+    rows += provisioned_rows(result)  # where some variant autoscales
     tenants = result.tenants
     for tenant in result.scenario.tenants:
         header = f"{tenant.id} ({tenant.priority}, weight {tenant.weight:g})"

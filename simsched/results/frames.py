@@ -68,6 +68,8 @@ class SimulationResult:
     # variants with `sessions` tenants: turn figures per session tenant and `all` over them
     sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     utilisation: dict[str, dict[str, Any]] = field(default_factory=dict)  # variants with replicas
+    # GPU-hours, cost and busy share over provisioned time, where some variant autoscales
+    provisioned: dict[str, dict[str, Any]] = field(default_factory=dict)
     facts: dict[str, VariantFacts] = field(default_factory=dict)
     # variants with a `chargeback` section: fleet cost and energy (results/chargeback.py)
     chargeback: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -108,6 +110,8 @@ class SimulationResult:
             out["chargeback"] = self.chargeback
         if self.blast_radius:
             out["blast_radius"] = self.blast_radius
+        if self.provisioned:
+            out["provisioned"] = self.provisioned
         return out
 
 

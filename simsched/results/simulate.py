@@ -23,6 +23,7 @@ from simsched.results.frames import (
     variant_frame,
 )
 from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
+from simsched.results.provisioned import autoscaled, provisioned_summary
 from simsched.results.summaries import capacity_summary, slo_verdict, summarize
 from simsched.results.tenants import session_summary, tenant_frame, tenant_metric_rows
 from simsched.results.utilisation import utilisation_summary
@@ -55,6 +56,8 @@ def simulate(
     summaries, slo, fairness, capacity, prefix_cache, facts = {}, {}, {}, {}, {}, {}
     sessions, utilisation, chargeback, blast = {}, {}, {}, {}
     caching = any(caching_on(resolved) for _, resolved in chosen)
+    scaling = any(autoscaled(resolved) for _, resolved in chosen)
+    provisioned = {}
     for name, resolved in chosen:
         table = variant_workload(name, resolved, workloads, scenario)
         tick = (lambda done, total, name=name: progress(name, done, total)) if progress else None
@@ -84,6 +87,8 @@ def simulate(
             chargeback[name] = add_chargeback_columns(
                 rows, resolved, frame, run.chargeback, run.utilisation
             )
+        if scaling and run.group is not None:  # only where some variant autoscales
+            provisioned[name] = provisioned_summary(resolved, run.group, run.utilisation, frame)
         slo[name] = slo_verdict(resolved, frame, summaries[name], rows)
         weights = {t.id: t.weight for t in resolved.tenants}
         fairness[name] = fairness_summary(frame, weights)
@@ -110,6 +115,7 @@ def simulate(
         utilisation=utilisation,
         chargeback=chargeback,
         blast_radius=blast,
+        provisioned=provisioned,
         facts=facts,
         timeline=_timeline(timelines, caching),
     )
@@ -122,6 +128,9 @@ def _timeline(timelines: list[pd.DataFrame], caching: bool) -> pd.DataFrame:
     frame = pd.concat(timelines, ignore_index=True)
     if caching and "cached_blocks" not in frame:
         frame["cached_blocks"] = pd.Series(dtype="Int64")
+    if "state" in frame:  # some variant autoscales: a fixed pool's replicas always serve
+        frame["state"] = frame["state"].fillna("serving")
+        columns.append("state")
     return frame[columns]
 
 

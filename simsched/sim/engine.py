@@ -16,7 +16,9 @@ import pandas as pd
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.sim.cluster.attribution import attribution_factory
+from simsched.sim.cluster.autoscaler import start_autoscaler
 from simsched.sim.cluster.registry import SERVICE_MODELS
+from simsched.sim.cluster.replica_group import replica_slots
 from simsched.sim.dispatcher import Stages, scheduler_process
 from simsched.sim.feed import Feed
 from simsched.sim.flow import wiring as flow_wiring
@@ -78,6 +80,9 @@ class VariantRun:
     sessions: tuple[np.ndarray, np.ndarray] | None = None  # each request's session and turn
     # per replica, what its GPU did (cluster/utilisation.py); empty for a model without replicas
     utilisation: list = field(default_factory=list)
+    # the replica group: what was provisioned and when (cluster/replica_group.py); None
+    # for a model without replicas
+    group: object = None
     per_token_timing: bool = True  # whether the service model times each output token
     # per-tenant GPU time and energy (cluster/attribution.py); None without `chargeback`
     chargeback: Any = None
@@ -129,6 +134,7 @@ def run_variant(
     else:
         env.process(flow_scheduler_process(stages, controller))
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
+    start_autoscaler(env, scenario.cluster, cluster, lanes, feed)  # with cluster.autoscale
     _run_bounded(env, scenario, recorder)
     kv_peak_ratio = cluster.kv_peak_ratio()
     usage = cluster.utilisation() if hasattr(cluster, "utilisation") else []
@@ -153,6 +159,7 @@ def run_variant(
         utilisation=usage,
         per_token_timing=timed,
         chargeback=ledger,
+        group=getattr(cluster, "group", None),
     )
 
 
@@ -172,7 +179,7 @@ def _start_timeline(env, scenario: Scenario, cluster, lanes, feed, table) -> Tim
         return None
     interval = scenario.timeline.interval_ms
     if interval is None:  # sized to fit limits.max_timeline_rows
-        replicas = getattr(scenario.cluster, "replicas", 1)
+        replicas = replica_slots(scenario.cluster)  # a row per slot, autoscaled ones too
         interval = auto_interval_ms(*span, replicas, scenario.limits.max_timeline_rows)
     else:
         check_timeline_size(scenario, span[1] - span[0], interval)

@@ -18,6 +18,7 @@ import simpy
 
 from simsched.config.classes import BATCH, INTERACTIVE
 from simsched.errors import InputError
+from simsched.sim.cluster.replica_group import replica_slots
 from simsched.sim.feed import Feed
 from simsched.sim.lanes import Lanes
 
@@ -48,7 +49,7 @@ def auto_interval_ms(
 def check_timeline_size(scenario, span_ms: float, interval_ms: float) -> None:
     """Refuse an explicit `timeline.interval_ms` whose samples over the arrival span alone
     exceed the limit (the automatic interval is sized to fit it)."""
-    rows = span_ms / interval_ms * getattr(scenario.cluster, "replicas", 1)
+    rows = span_ms / interval_ms * replica_slots(scenario.cluster)
     most = scenario.limits.max_timeline_rows
     if rows > most:
         raise InputError(
@@ -73,6 +74,9 @@ class TimelineSampler:
         self.rows: list[tuple] = []
         # prefix caching: free blocks holding cached prefixes, per replica, as a last column
         self.cached = cluster.cached_blocks if getattr(cluster, "prefix_caching", False) else None
+        # autoscaling: each replica slot's state (off, warming, serving, draining), a column more
+        states = getattr(cluster, "replica_states", None)
+        self.states = states if states is not None and states() is not None else None
 
     def process(self) -> Generator[simpy.Event, None, None]:
         # Nothing happens before the first arrival: a trace stamped in epoch milliseconds
@@ -100,6 +104,10 @@ class TimelineSampler:
             rows = self.rows
             for offset, cached in enumerate(reversed(self.cached())):
                 rows[-1 - offset] += (cached,)
+        if self.states is not None:
+            rows = self.rows
+            for offset, state in enumerate(reversed(self.states())):
+                rows[-1 - offset] += (state,)
 
     def _finished(self) -> bool:
         """All work done, or nothing left that could ever do it: no other event is scheduled
@@ -113,4 +121,5 @@ class TimelineSampler:
 
     def frame(self) -> pd.DataFrame:
         extra = ["cached_blocks"] if self.cached is not None else []
+        extra += ["state"] if self.states is not None else []
         return pd.DataFrame(self.rows, columns=TIMELINE_COLUMNS + extra)

@@ -66,6 +66,7 @@ from simsched.studies.plan_inputs import (
 from simsched.studies.plan_notes import fleet_notes, rule_notes
 from simsched.studies.plan_usage import answer_utilisation
 from simsched.studies.probing import ProbeSpec, run_probes
+from simsched.studies.provisioned_cost import autoscaled, provisioned_cost_per_hour
 from simsched.studies.quota_sizing import quota_tenant
 from simsched.studies.runners import LocalPool, connect_dask, run_on_client
 from simsched.studies.uncertainty import (
@@ -276,8 +277,11 @@ def _cost(
 ) -> tuple[int | None, float | None]:
     """(GPUs, $/hour) at `value`; `prices` collects each GPU's price and where it came from."""
     scenario = source.load_at(result.combo, result.knob, value, "--vary")
-    cluster = dict(resolve_variants(scenario, source.label))[result.variant].cluster
+    resolved = dict(resolve_variants(scenario, source.label))[result.variant]
+    cluster = resolved.cluster
     gpus, cost = fleet_cost(cluster)
+    if autoscaled(resolved) and prices is not None:  # what it provisioned, from a run
+        cost = provisioned_cost_per_hour(scenario, result.variant, resolved)
     if gpus is not None and prices is not None:
         price, origin = gpu_price(cluster)
         shown_price = "no price" if price is None else f"${price:g}"

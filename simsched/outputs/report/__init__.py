@@ -31,6 +31,7 @@ from simsched.outputs.report.chargeback_plots import (
 )
 from simsched.outputs.report.data import ScenarioData, read_results_folder, result_data
 from simsched.outputs.report.page import write_index
+from simsched.outputs.report.scaling_plots import provisioned_table, replicas_over_time
 from simsched.outputs.report.scenario_plots import (
     kv_occupancy,
     queue_depth,
@@ -112,6 +113,10 @@ def scenario_report(data: ScenarioData, folder: Path) -> None:
         plots.append(cost_per_tenant(data, folder))
     tables = [*per_tenant_tables(data.tenants), *utilisation_tables(data.utilisation)]
     tables += chargeback_tables(data.chargeback)
+    if data.provisioned:  # some variant autoscales
+        plots.append(replicas_over_time(data, folder))
+    tables = [*per_tenant_tables(data.tenants), *utilisation_tables(data.utilisation)]
+    tables += provisioned_table(data.provisioned)
     if shed is None:  # no empty plot: a sentence says it
         tables.append(("No request was shed", pd.DataFrame()))
     notes = [f"note: {note}" for note in data.notes]  # what the console table says under it

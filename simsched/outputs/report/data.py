@@ -35,6 +35,7 @@ class ScenarioData:
     # the console table's notes (router, skew, no backlog); a results folder's report has none
     notes: list[str] = field(default_factory=list)
     chargeback: dict[str, Any] | None = None  # summary.json's `chargeback`, where present
+    provisioned: dict[str, Any] | None = None  # summary.json's `provisioned`, where autoscaled
 
 
 def result_data(result: SimulationResult) -> ScenarioData:
@@ -53,6 +54,7 @@ def result_data(result: SimulationResult) -> ScenarioData:
         result.utilisation,
         table_notes(result),
         chargeback=result.chargeback or None,
+        provisioned=result.provisioned,
     )
 
 
@@ -70,6 +72,7 @@ def read_results_folder(folder: Path) -> ScenarioData:
     slo = {v: {"interactive": _slo_target(summary, v, folder / SUMMARY_FILE)} for v in variants}
     title = str(summary.get("scenario", folder.name))
     usage = summary.get("utilisation")
+    provisioned = summary.get("provisioned")
     return ScenarioData(
         title,
         variants,
@@ -79,6 +82,7 @@ def read_results_folder(folder: Path) -> ScenarioData:
         slo,
         utilisation=usage,
         chargeback=summary.get("chargeback"),
+        provisioned=provisioned if isinstance(provisioned, dict) else None,
     )
 
 

@@ -24,6 +24,7 @@ from simsched.sim.cluster.attribution import NO_ATTRIBUTION, IterationObserver
 from simsched.sim.cluster.cpu_time import build_engine_latency
 from simsched.sim.cluster.latency import sustained_tokens_per_ms
 from simsched.sim.cluster.replica import NoObserver, Replica
+from simsched.sim.cluster.replica_group import build_group, replica_slots
 from simsched.sim.cluster.router import build_router
 from simsched.sim.cluster.sequences import ceil_div
 from simsched.sim.cluster.utilisation import ReplicaUsage
@@ -48,21 +49,28 @@ class ContinuousBatching:
         latency = build_engine_latency(config)  # the roofline with the engine's CPU time
         # one observer for all replicas: per-tenant chargeback sums over the fleet
         self.attribution = attribution(latency)
+        slots = replica_slots(config)  # autoscaling builds every slot it may ever use
         self.replicas = [
-            Replica(env, i, config, latency, recorder, self.attribution)
-            for i in range(config.replicas)
+            Replica(env, i, config, latency, recorder, self.attribution) for i in range(slots)
         ]
         for replica in self.replicas:
             replica.on_room = self._room_appeared
             replica.observer = observer or NoObserver()
+        # the replicas that take requests: all of them, or those an autoscaler keeps serving
+        self.group = build_group(env, config, self.replicas, self._room_appeared)
         self.block_size = config.block_size
         self.blocks_per_replica = config.blocks_per_replica
-        self.kv_blocks_total = self.blocks_per_replica * config.replicas
         self.tput = config.replicas * sustained_tokens_per_ms(latency, config)
         self.max_waiting = config.max_waiting_per_replica
         self.prefix_caching = config.prefix_caching
         self.router = build_router(config, self.replicas, seed)
+        self.router.routable = self.group.serving  # the same list: the group resizes it
         self._room: simpy.Event | None = None
+
+    @property
+    def kv_blocks_total(self) -> int:
+        """KV blocks of the replicas that hold or may hold requests (all, without autoscaling)."""
+        return self.group.kv_blocks_total
 
     @staticmethod
     def sustained_tokens_per_ms(config: Any) -> float:
@@ -85,7 +93,7 @@ class ContinuousBatching:
 
     def has_room(self) -> bool:
         limit = self.max_waiting
-        for replica in self.replicas:  # noqa: SIM110 (a loop, not any(): once per dispatch)
+        for replica in self.group.serving:  # noqa: SIM110 (a loop, not any(): once per dispatch)
             if len(replica.waiting) + replica.frontend.entering < limit:
                 return True
         return False
@@ -115,7 +123,7 @@ class ContinuousBatching:
 
     def snapshot(self) -> list[tuple[int, int, int, int, int]]:
         """Per replica: (running, waiting, kv_blocks_used, kv_blocks_total, batch_tokens)."""
-        return [replica.snapshot() for replica in self.replicas]
+        return self.group.snapshot()
 
     def utilisation(self) -> list[ReplicaUsage]:
         """Per replica: what its GPU did over the run (utilisation.py)."""
@@ -124,6 +132,10 @@ class ContinuousBatching:
     def chargeback(self) -> Any:
         """The attribution's ledger at the end of the run (None unless chargeback asks)."""
         return self.attribution.ledger()
+
+    def replica_states(self) -> list[str] | None:
+        """Per replica slot: off, warming, serving or draining; None without autoscaling."""
+        return self.group.states()
 
     def cached_blocks(self) -> list[int]:
         """Per replica: free blocks that hold cached prefixes (evictable), with prefix caching."""

@@ -91,6 +91,8 @@ class Replica:
         self.steps = getattr(config, "num_scheduler_steps", 1)
         self.recorder = recorder
         self.on_room = lambda: None  # set by the cluster: a request left the waiting queue
+        self.on_idle = lambda: None  # set by an autoscaler: the replica ran out of work
+        self.config = config
         self.observer: Any = NoObserver()
         self.capacity = config.blocks_per_replica
         self.meter = UtilisationMeter(self.max_tokens, self.capacity)  # utilisation.py
@@ -125,6 +127,14 @@ class Replica:
         batch = self.batch_tokens if self.busy else 0
         return (len(self.running), len(self.waiting), self.blocks_in_use(), self.capacity, batch)
 
+    def fresh_memory(self) -> None:
+        """An empty KV memory, as a newly started engine has (an autoscaler reusing this slot
+        for a new replica); only while the replica holds nothing."""
+        if self.busy:
+            raise RuntimeError(f"simulation bug: replica {self.index} restarted while busy")
+        self.kv = build_kv_memory(self.env, self.capacity, self.config, self.recorder)
+        self.blocks_in_use = self.kv.in_use
+
     # --- arrivals -----------------------------------------------------------------------
     def submit(self, request: Request) -> None:
         self.frontend.accept(request, self._enter)
@@ -150,6 +160,7 @@ class Replica:
         if not self.running and not self.waiting:
             self.busy = False
             self.batch_tokens = 0
+            self.on_idle()
             return
         if self.fast_forward and not self.waiting and not self.prefilling and self._start_jump():
             return

@@ -28,12 +28,14 @@ from simsched.sim.cluster.scorers import SCORERS, PromptKeys, TieBreak, weighted
 class Router:
     def __init__(self, replicas: Sequence[Any], max_waiting: int, ties: TieBreak) -> None:
         self.replicas = replicas
+        # the replicas it may choose: all, unless an autoscaler keeps some cold or draining
+        self.routable: Sequence[Any] = replicas
         self.max_waiting = max_waiting
         self.ties = ties
 
     def with_room(self) -> list[Any]:
         limit = self.max_waiting
-        return [r for r in self.replicas if len(r.waiting) < limit]
+        return [r for r in self.routable if len(r.waiting) < limit]
 
     def pick(self, request: Any = None) -> Any:
         candidates = self.with_room()

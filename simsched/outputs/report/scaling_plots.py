@@ -1,0 +1,84 @@
+"""A scenario report's autoscaling section: replicas over time against the request rate, and
+the provisioned fleet's GPU-hours, cost and busy share (summary.json's `provisioned` block).
+
+Drawn only where some variant autoscales; a fixed pool beside it shows as a flat line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simsched.outputs.report.data import ScenarioData
+from simsched.outputs.report.page import Plot, decorate, save, variant_panels
+
+RATE_BINS = 120  # request-rate bins over the window
+
+
+def replicas_over_time(data: ScenarioData, folder: Path) -> Plot:
+    fig, panels = variant_panels(data.variants, sharey=False)
+    for ax, variant in panels:
+        block = (data.provisioned or {}).get(variant)
+        if block is None:
+            ax.set_axis_off()
+            continue
+        start, end = block["window_ms"]
+        steps = np.array(block["pools"]["cluster"]["replicas_over_time"], dtype=float)
+        times = np.append(steps[:, 0], end) / 1000
+        for column, label in ((1, "provisioned"), (2, "serving")):
+            counts = np.append(steps[:, column], steps[-1, column])
+            ax.step(times, counts, where="post", label=f"replicas {label}")
+        ax.set_ylim(0, steps[:, 1].max() + 1)
+        decorate(ax, variant, "time (s)", "replicas")
+        ax.legend(fontsize="small", loc="upper left")
+        rate = ax.twinx()
+        centres, per_s = _arrival_rate(data.requests, variant, start, end)
+        rate.plot(centres / 1000, per_s, color="grey", linewidth=0.8, label="requests/s")
+        rate.set_ylabel("arrivals per second")
+        rate.set_ylim(bottom=0)
+        rate.legend(fontsize="small", loc="upper right")
+    return save(
+        fig,
+        folder,
+        "replicas_over_time.png",
+        "Replicas over time against the request rate",
+        "Provisioned replicas (warming, serving or draining: what is paid for) and serving "
+        "ones (what the router sees), left axis; arrivals per second, right axis (grey).",
+    )
+
+
+def _arrival_rate(
+    requests: pd.DataFrame, variant: str, start: float, end: float
+) -> tuple[np.ndarray, np.ndarray]:
+    arrivals = requests.loc[requests["variant"] == variant, "arrival_ms"].to_numpy(dtype=float)
+    edges = np.linspace(start, max(end, start + 1.0), RATE_BINS + 1)
+    counts, _ = np.histogram(arrivals, edges)
+    width_s = (edges[1] - edges[0]) / 1000
+    return (edges[:-1] + edges[1:]) / 2, counts / width_s
+
+
+def provisioned_table(provisioned: dict[str, Any] | None) -> list[tuple[str, pd.DataFrame]]:
+    if not provisioned:
+        return []
+    rows = []
+    for variant, block in provisioned.items():
+        pool = block["pools"]["cluster"]
+        counts = [step[1] for step in pool["replicas_over_time"]]
+        rows.append(
+            {
+                "variant": variant,
+                "GPU-hours": pool["gpu_hours"],
+                "cost $": pool["cost_usd"],
+                "busy share": pool["busy_share"],
+                "KV held share": pool["kv_held_share"],
+                "mean replicas": pool["mean_replicas"],
+                "replicas min..max": f"{min(counts)}..{max(counts)}",
+                "warm-up s": pool["warmup_s"],
+                "TTFT misses while warming": pool["ttft_misses_while_warming"],
+            }
+        )
+    title = "Provisioned fleet, from the first arrival to the last iteration"
+    return [(title, pd.DataFrame(rows))]
