@@ -92,6 +92,8 @@ def run_variant(
     codes = scenario.admission.shed_status_codes
     recorder = GrowingRecorder(codes, env) if reactive else Recorder(len(table), codes)
     seeded = {"seed": scenario.seed} if getattr(model, "uses_seed", False) else {}
+    if getattr(model, "uses_tenants", False):  # pools route by each tenant's model and pools
+        seeded["tenants"] = scenario.tenants
     cluster = model(env, scenario.cluster, recorder, **seeded)
     policy = POLICIES[scenario.scheduler.policy](policy_context(scenario))
     buckets = TokenBuckets([t.quota for t in tenants])
