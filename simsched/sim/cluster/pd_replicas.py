@@ -27,6 +27,19 @@ class PrefillReplica(Replica):
 
     handoff: Callable[[PrefillReplica, Seq, float], None]
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.held = 0  # handed-off sequences whose blocks are held until their transfer ends
+
+    def _stalled(self) -> None:
+        # Blocks held for transfers belong to no running sequence, so the next prompt (or the
+        # only running one, preempted) may not fit beside them: the replica waits, idle, for a
+        # transfer to end (`release`) instead of scheduling an empty batch.
+        if not self.held:
+            super()._stalled()
+        self.busy = False
+        self.batch_tokens = 0
+
     def _prefilled(self, seq: Seq, it: int, end: float) -> None:
         if seq.generated > 0 or seq.decode == 1:  # a one-token answer is done here
             super()._prefilled(seq, it, end)
@@ -35,11 +48,17 @@ class PrefillReplica(Replica):
         seq.generated = 1
         self.recorder.first_token(seq.request, end + self.before_ms)
         del self.running[seq.request.seq]  # leaves the batch; its blocks stay held
+        self.held += 1
         self.handoff(self, seq, end)
 
     def release(self, seq: Seq) -> None:
-        """The transfer is over: the prompt's blocks go (a prefix cache keeps what it shares)."""
+        """The transfer is over: the prompt's blocks go (a prefix cache keeps what it shares),
+        and a replica idle for want of them starts again."""
         self.kv.finish(seq, seq.blocks)
+        self.held -= 1
+        if not self.busy and self.waiting:
+            self.busy = True
+            At(self.env, 0.0, SCHEDULER).callbacks.append(self._kick)
 
 
 class DecodeReplica(Replica):
@@ -47,17 +66,25 @@ class DecodeReplica(Replica):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.bookings: deque[tuple[Seq, Callable[[], None]]] = deque()
+        self.bookings: deque[tuple[Seq, Callable[[Seq], None]]] = deque()
         self.arrived: list[Seq] = []
         self.booked = 0  # blocks held for sequences in transfer
         self.in_transfer = 0  # sequences booked here whose transfer has not ended
+        # per request: the front-end time its prefill replica added to its first token; the
+        # client sees every later instant shifted by it too (Replica.last_ms, for a mixed one)
+        self.front_ms: dict[int, float] = {}
 
     def outstanding(self) -> int:
         """Running, waiting, booking and in transfer: what a router should count as load."""
         return len(self.running) + len(self.waiting) + len(self.bookings) + self.in_transfer
 
-    def offer(self, seq: Seq, booked: Callable[[], None]) -> None:
-        """Book the prompt's blocks; `booked()` runs when they are held (the transfer starts)."""
+    def offer(self, seq: Seq, booked: Callable[[Seq], None], before_ms: float = 0.0) -> None:
+        """Book the prompt's blocks; `booked(copy)` runs when they are held (the transfer starts).
+
+        The copy is the sequence as this replica keeps it, so that the prefill side still has
+        its own blocks and cache references to let go when the transfer ends."""
+        seq = arriving(seq)
+        self.front_ms[seq.request.seq] = before_ms
         self.bookings.append((seq, booked))
         if not self.busy:
             self._book()
@@ -86,12 +113,28 @@ class DecodeReplica(Replica):
             margin = self.watermark if self.running else 0
             if need > self.kv.free() - margin:
                 return
+            if len(self.running) + self.in_transfer >= self.max_seqs:
+                return  # a seat for it in the batch, as vLLM schedules a remote-KV request
             self.bookings.popleft()
             self.kv.hold(need)
             self.booked += need
             seq.blocks = need
             self.in_transfer += 1
-            booked()
+            booked(seq)
+
+    def _finish(self, seq: Seq, blocks: int, end: float) -> None:
+        self.kv.finish(seq, blocks)
+        del self.running[seq.request.seq]
+        front = self.front_ms.pop(seq.request.seq)
+        self.recorder.finished(seq.request, end + front + self.latency.after_ms)
+
+    def _stalled(self) -> None:
+        # Blocks booked for transfers belong to no running sequence, so a preempted one may not
+        # fit beside them: the replica waits, idle, for a transfer to end (`arrive`).
+        if not self.in_transfer:
+            super()._stalled()
+        self.busy = False
+        self.batch_tokens = 0
 
     def _join(self) -> None:
         it = self.it
@@ -103,3 +146,12 @@ class DecodeReplica(Replica):
             # decode - generated more tokens (as Replica._prefilled adds a local prefill)
             self.decoding.add(seq, seq.target + 1 - it, it + seq.decode - seq.generated - 1)
         self.arrived = []
+
+
+def arriving(seq: Seq) -> Seq:
+    """The decode side's record of a handed-off sequence: its prompt computed, its first token
+    generated, no blocks yet (booking sets them)."""
+    copy = Seq(seq.request)
+    copy.target = copy.done = seq.target
+    copy.generated = seq.generated
+    return copy

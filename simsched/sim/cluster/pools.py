@@ -80,6 +80,7 @@ class PoolPicker:
 class TransferLog:
     """Per handed-off request: transfer time (ms), bytes and the decode pool, for the results."""
 
+    start_ms: list[float] = field(default_factory=list)  # when the blocks were booked
     ms: list[float] = field(default_factory=list)
     nbytes: list[int] = field(default_factory=list)
     seqs: list[int] = field(default_factory=list)
@@ -99,22 +100,32 @@ class Handoff:
         pool = self.cluster.decode_pool(seq.request)
         target = pool.router.choose(list(pool.replicas), seq.request)
         self.in_flight += 1
-        target.offer(seq, lambda: self._start(source, target, pool, seq))
+        target.offer(
+            seq, lambda copy: self._start(source, target, pool, seq, copy), source.before_ms
+        )
 
-    def _start(self, source: PrefillReplica, target: DecodeReplica, pool: Pool, seq: Seq) -> None:
+    def _start(
+        self,
+        source: PrefillReplica,
+        target: DecodeReplica,
+        pool: Pool,
+        seq: Seq,
+        copy: Seq,
+    ) -> None:
         nbytes = prompt_kv_bytes(pool.spec.model, seq.target)
         duration = self.link.transfer_ms(nbytes, self.env.now)
+        self.log.start_ms.append(self.env.now)
         self.log.ms.append(duration)
         self.log.nbytes.append(nbytes)
         self.log.seqs.append(seq.request.seq)
         self.cluster.recorder_transfer(seq.request, target, pool)
         done = self.env.timeout(duration)
-        done.callbacks.append(lambda _: self._end(source, target, seq))
+        done.callbacks.append(lambda _: self._end(source, target, seq, copy))
 
-    def _end(self, source: PrefillReplica, target: DecodeReplica, seq: Seq) -> None:
+    def _end(self, source: PrefillReplica, target: DecodeReplica, seq: Seq, copy: Seq) -> None:
         self.in_flight -= 1
         source.release(seq)
-        target.arrive(seq)
+        target.arrive(copy)
 
 
 class PooledCluster:
