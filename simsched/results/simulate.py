@@ -19,6 +19,7 @@ from simsched.results.frames import (
     variant_facts,
     variant_frame,
 )
+from simsched.results.pools import add_pool_figures
 from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
 from simsched.results.summaries import capacity_summary, slo_verdict, summarize
 from simsched.results.tenants import session_summary, tenant_frame, tenant_metric_rows
@@ -75,6 +76,8 @@ def simulate(
             sessions[name] = session_summary(rows)
         capacity[name] = capacity_summary(run.timeline, rows[-1], run.kv_peak_ratio)
         usage = utilisation_summary(run.utilisation, frame)
+        if usage is not None and run.pools:  # cluster.pools: per pool, and the transfers
+            usage = add_pool_figures(usage, run.pools, run.transfers)
         if usage is not None:  # a model with replicas (continuous batching)
             utilisation[name] = usage
         slo[name] = slo_verdict(resolved, frame, summaries[name], rows)

@@ -75,6 +75,9 @@ class VariantRun:
     # per replica, what its GPU did (cluster/utilisation.py); empty for a model without replicas
     utilisation: list = field(default_factory=list)
     per_token_timing: bool = True  # whether the service model times each output token
+    # pools only (sim/cluster/pools.py): each pool's (name, role, replicas) and the KV transfers
+    pools: list = field(default_factory=list)
+    transfers: object = None
 
 
 def run_variant(
@@ -114,6 +117,8 @@ def run_variant(
     _run_bounded(env, scenario, recorder)
     kv_peak_ratio = cluster.kv_peak_ratio()
     usage = cluster.utilisation() if hasattr(cluster, "utilisation") else []
+    layout = cluster.layout() if hasattr(cluster, "layout") else []
+    transfers = cluster.transfers() if hasattr(cluster, "transfers") else None
     if hasattr(cluster, "close"):
         cluster.close()
     sessions = None
@@ -133,6 +138,8 @@ def run_variant(
         sessions,
         utilisation=usage,
         per_token_timing=timed,
+        pools=layout,
+        transfers=transfers,
     )
 
 

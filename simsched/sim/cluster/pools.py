@@ -276,6 +276,10 @@ class PooledCluster:
     def cached_blocks(self) -> list[int]:
         return [replica.kv.cached_free() for replica in self.replicas]
 
+    def layout(self) -> list[tuple[str, str, int]]:
+        """Each pool's (name, role, replicas), in the order the replicas are numbered."""
+        return [(pool.name, pool.role, len(pool.replicas)) for pool in self.pools]
+
     def transfers(self) -> TransferLog:
         return self.handoff.log
 
