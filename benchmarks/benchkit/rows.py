@@ -12,6 +12,7 @@ from .verdicts import Goal
 
 AZURE = "azure_llm_2023_conv.csv"
 MOONCAKE = "mooncake_fast25_conversation.jsonl"
+COLOCATED_4 = "cluster.pools=[{name: colocated, role: mixed, replicas: 4, gpu: h100-80gb}]"
 
 
 def token_server_500k(ctx: Context) -> list[str]:
@@ -66,10 +67,15 @@ ROWS = (
         labels=("caching on", "caching off"),
         needs=(data_file(MOONCAKE),),
     ),
-    # Next: a P/D run against the same requests on a co-located pool, <= 1.5x wall:
-    # Comparison(name="pd_vs_colocated", title=..., subject=scenario("pd.yaml", "pd"),
-    #            yardstick=scenario("pd.yaml", "colocated", "cluster.<the P/D switch>=..."),
-    #            goals=(Goal("wall", 1.5),), labels=("P/D", "co-located")),
+    Comparison(
+        name="pd_vs_colocated",
+        title="12k requests on 4 H100s (benchmarks/pd_bench.yaml): 2 prefill + 2 decode "
+        "replicas vs the same requests on 4 co-located ones",
+        subject=scenario("pd_bench.yaml", "pd"),
+        yardstick=scenario("pd_bench.yaml", "colocated", COLOCATED_4),
+        goals=(Goal("wall", 1.5),),
+        labels=("P/D", "co-located"),
+    ),
     PlanThroughput(
         name="plan_throughput",
         title="configurations per hour of a seeded fleet plan (benchmarks/plan_bench.py), "

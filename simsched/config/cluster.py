@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from simsched.config.batching import ContinuousBatchingConfig
 from simsched.config.hardware import NESTED_TAGS
+from simsched.config.pools import PooledClusterConfig
 from simsched.config.spec_base import Measure, MeasureOrZero, Size
 
 
@@ -31,18 +32,21 @@ class TokenServerConfig(BaseModel):
 
 def _service_model(value: Any) -> str:
     if isinstance(value, dict):
+        if "pools" in value:  # `cluster: {pools: [...]}` (config/pools.py)
+            return value.get("service_model", "pools")
         return value.get("service_model", "token_server")
     return getattr(value, "service_model", "token_server")
 
 
-SERVICE_MODEL_NAMES = ("continuous_batching", "token_server")
+SERVICE_MODEL_NAMES = ("continuous_batching", "token_server", "pools")
 # Every tag pydantic may put into an error location under `cluster`: the service models and the
 # latency-model union inside continuous_batching. Loading strips them from the path it shows.
 SERVICE_MODEL_TAGS = frozenset(SERVICE_MODEL_NAMES) | NESTED_TAGS
 
 ClusterConfig = Annotated[
     Annotated[TokenServerConfig, Tag("token_server")]
-    | Annotated[ContinuousBatchingConfig, Tag("continuous_batching")],
+    | Annotated[ContinuousBatchingConfig, Tag("continuous_batching")]
+    | Annotated[PooledClusterConfig, Tag("pools")],
     Discriminator(
         _service_model,
         custom_error_type="invalid_service_model",

@@ -6,7 +6,8 @@ file leaves at its default can still be overridden and the pydantic models stay 
 of what is valid. `get_path` reads a value at a path found the same way (plan reads its knob).
 
 Path segments are mapping keys; inside a list a segment is an index (`tenants.1.weight` or
-`tenants[1].weight`) or the `id`/`name` of an element (`tenants.tenant_batch_rag.weight`).
+`tenants[1].weight`) or the `id`/`name` of an element (`tenants.tenant_batch_rag.weight` or
+`cluster.pools[prefill].replicas`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import yaml
 
 from simsched.config.yaml_io import load_yaml
 
-_INDEX = re.compile(r"\[(\d+)\]")
+# `[1]` or `[name]`: an index or an element's id/name (`cluster.pools[prefill].replicas`)
+_INDEX = re.compile(r"\[([A-Za-z0-9_][^\[\].]*)\]")
 
 
 class OverrideError(ValueError):
@@ -37,7 +39,8 @@ class OverrideError(ValueError):
 
 
 def split_path(path: str) -> list[str]:
-    """`tenants[1].weight` or `tenants.1.weight` -> ["tenants", "1", "weight"]."""
+    """`tenants[1].weight` or `tenants.1.weight` -> ["tenants", "1", "weight"]; a name in
+    brackets is a segment too (`pools[prefill]` -> ["pools", "prefill"])."""
     segments = _INDEX.sub(r".\1", path.strip()).split(".")
     if not path.strip():
         raise OverrideError(path, "empty path")

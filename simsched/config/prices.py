@@ -37,8 +37,23 @@ def gpu_price(cluster: Any) -> tuple[float | None, str]:
 def fleet_cost(cluster: Any) -> tuple[int | None, float | None]:
     """(GPUs, dollars per hour) of a cluster section; (None, None) for the token server, which
     has no GPUs, and a None cost for a GPU without a price."""
+    if getattr(cluster, "service_model", None) == "pools":  # the sum over pools
+        return _pools_cost(cluster.pools)
     if getattr(cluster, "service_model", None) != "continuous_batching":
         return None, None
     gpus = cluster.replicas * cluster.tp
     price, _ = gpu_price(cluster)
     return gpus, None if price is None else round(gpus * price, 4)
+
+
+def _pools_cost(pools: Any) -> tuple[int, float | None]:
+    """Each pool's GPUs at its own GPU's price; no cost when a pool's GPU has none."""
+    gpus, dollars = 0, 0.0
+    priced = True
+    for pool in pools:
+        count = pool.replicas * pool.tp
+        price, _ = gpu_price(pool)
+        gpus += count
+        priced = priced and price is not None
+        dollars += count * (price or 0.0)
+    return gpus, round(dollars, 4) if priced else None

@@ -29,6 +29,7 @@ from simsched.config.length_specs import LengthSpec
 from simsched.config.limits import Limits
 from simsched.config.load_scale import unscalable_tenant
 from simsched.config.names import POLICY_NAMES
+from simsched.config.pools import check_tenant_pools
 from simsched.config.spec_base import PositiveFloat
 from simsched.config.trace_specs import TenantTrace
 
@@ -85,6 +86,10 @@ class Tenant(Model):
     prefill_tokens: LengthSpec | None = None
     decode_tokens: LengthSpec | None = None
     prefix: SystemPrompt | None = None  # a shared system prompt, for prefix caching
+    # the model it calls (default: the only one served) and the pools it may use
+    # (default: every pool serving that model); config/pools.py, docs/fleets.md
+    model: Annotated[str, Field(min_length=1)] | None = None
+    pools: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
     def _generated_requests_need_sizes(self) -> Tenant:
@@ -249,6 +254,11 @@ class Scenario(Model):
                 "which react to what they are served; a run without the noisiest tenant would "
                 "not send the same requests"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _tenants_reach_their_pools(self) -> Scenario:
+        check_tenant_pools(self.cluster, self.tenants)
         return self
 
     @field_validator("variants")

@@ -22,6 +22,11 @@ from simsched.results.utilisation import SKEW_LIMIT, skewed
 
 LISTED = 4  # replicas shown one by one; more show as lowest..highest
 NO_BACKLOG = "no gateway backlog: the policy made no decisions"
+PD_TTFT_NOTE = (
+    "P/D TTFT counts the first token where the prefill replica computes it; through llm-d, "
+    "vLLM's NIXL connector or SGLang the client sees it after the KV transfer (add the "
+    "transfer times above); docs/fleets.md"
+)
 METRICS = (
     ("busy share", "busy_share", "{:.2f}"),
     ("token-budget share per iteration", "token_budget_share", "{:.2f}"),
@@ -42,7 +47,23 @@ def cluster_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
     )
     for label, key, fmt in METRICS:
         rows.append((f"  {label}", [_each(u, key, fmt) for u in usage]))
-    return rows
+    return rows + transfer_rows(usage)
+
+
+def transfer_rows(usage: list[dict[str, Any] | None]) -> list[tuple[str, list[str]]]:
+    """P/D runs (cluster.pools): the KV transfers, per handed-off request."""
+    moved = [(u or {}).get("kv_transfer") for u in usage]
+    if not any(moved):
+        return []
+    return [
+        ("KV transfer prefill -> decode", [""] * len(usage)),
+        ("  requests handed off", [str(m["transfers"]) if m else "-" for m in moved]),
+        (
+            "  p50 | p99 transfer ms",
+            [f"{m['p50_ms']:.2f} | {m['p99_ms']:.2f}" if m else "-" for m in moved],
+        ),
+        ("  GB transferred", [f"{m['bytes_total'] / 1e9:.2f}" if m else "-" for m in moved]),
+    ]
 
 
 def _each(usage: dict[str, Any] | None, key: str, fmt: str, total: bool = True) -> str:
@@ -70,6 +91,8 @@ def table_notes(result: SimulationResult) -> list[str]:
             "that served only part of the run, each over the whole run; the provisioned rows "
             "are over the time each replica was paid for"
         )
+    if any("kv_transfer" in (result.utilisation.get(v) or {}) for v in result.variants):
+        notes.append(PD_TTFT_NOTE)
     for variant in result.variants:
         usage = result.utilisation.get(variant)
         if variant not in scaled and skewed(usage):

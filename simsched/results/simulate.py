@@ -22,6 +22,7 @@ from simsched.results.frames import (
     variant_facts,
     variant_frame,
 )
+from simsched.results.pools import add_pool_figures
 from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
 from simsched.results.provisioned import autoscaled, provisioned_summary
 from simsched.results.summaries import capacity_summary, slo_verdict, summarize
@@ -81,6 +82,8 @@ def simulate(
             sessions[name] = session_summary(rows)
         capacity[name] = capacity_summary(run.timeline, rows[-1], run.kv_peak_ratio)
         usage = utilisation_summary(run.utilisation, frame)
+        if usage is not None and run.pools:  # cluster.pools: per pool, and the transfers
+            usage = add_pool_figures(usage, run.pools, run.transfers)
         if usage is not None:  # a model with replicas (continuous batching)
             utilisation[name] = usage
         if run.chargeback is not None:  # columns only where asked: other outputs stay as they were

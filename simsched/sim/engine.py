@@ -86,6 +86,9 @@ class VariantRun:
     per_token_timing: bool = True  # whether the service model times each output token
     # per-tenant GPU time and energy (cluster/attribution.py); None without `chargeback`
     chargeback: Any = None
+    # pools only (sim/cluster/pools.py): each pool's (name, role, replicas) and the KV transfers
+    pools: list = field(default_factory=list)
+    transfers: object = None
 
 
 def run_variant(
@@ -110,6 +113,8 @@ def run_variant(
     seeded = {"seed": scenario.seed} if getattr(model, "uses_seed", False) else {}
     if scenario.chargeback is not None:  # config checks that the model has GPUs to charge
         seeded["attribution"] = attribution_factory(scenario)
+    if getattr(model, "uses_tenants", False):  # pools route by each tenant's model and pools
+        seeded["tenants"] = scenario.tenants
     cluster = model(env, scenario.cluster, recorder, **seeded)
     policy = POLICIES[scenario.scheduler.policy](policy_context(scenario))
     buckets = TokenBuckets([t.quota for t in tenants])
@@ -139,6 +144,8 @@ def run_variant(
     kv_peak_ratio = cluster.kv_peak_ratio()
     usage = cluster.utilisation() if hasattr(cluster, "utilisation") else []
     ledger = cluster.chargeback() if hasattr(cluster, "chargeback") else None
+    layout = cluster.layout() if hasattr(cluster, "layout") else []
+    transfers = cluster.transfers() if hasattr(cluster, "transfers") else None
     if hasattr(cluster, "close"):
         cluster.close()
     sessions = None
@@ -160,6 +167,8 @@ def run_variant(
         per_token_timing=timed,
         chargeback=ledger,
         group=getattr(cluster, "group", None),
+        pools=layout,
+        transfers=transfers,
     )
 
 

@@ -283,9 +283,10 @@ def _cost(
     if autoscaled(resolved) and prices is not None:  # what it provisioned, from a run
         cost = provisioned_cost_per_hour(scenario, result.variant, resolved)
     if gpus is not None and prices is not None:
-        price, origin = gpu_price(cluster)
-        shown_price = "no price" if price is None else f"${price:g}"
-        prices[cluster.gpu.name] = f"{cluster.gpu.name} {shown_price} ({origin})"
+        for priced in getattr(cluster, "pools", [cluster]):  # cluster.pools: each pool's GPU
+            price, origin = gpu_price(priced)
+            shown_price = "no price" if price is None else f"${price:g}"
+            prices[priced.gpu.name] = f"{priced.gpu.name} {shown_price} ({origin})"
     return gpus, cost
 
 

@@ -35,6 +35,8 @@ def raw() -> dict[str, Any]:
             ["tenants", "0", "quota", "burst_service_tokens"],
         ),
         ("  seed ", ["seed"]),
+        # a name in brackets names an element by id or name, as a dotted segment does
+        ("cluster.pools[prefill].replicas", ["cluster", "pools", "prefill", "replicas"]),
     ],
 )
 def test_split_path(path: str, segments: list[str]) -> None:
@@ -48,7 +50,7 @@ def test_split_path(path: str, segments: list[str]) -> None:
         ("cluster..total_kv_blocks", "malformed path (an empty segment)"),
         (".seed", "malformed path (an empty segment)"),
         ("seed.", "malformed path (an empty segment)"),
-        ("tenants[x].weight", "malformed path (an index is written [0], [1], ...)"),
+        ("tenants[].weight", "malformed path (an index is written [0], [1], ...)"),
         ("tenants[-1].weight", "malformed path (an index is written [0], [1], ...)"),
     ],
 )

@@ -8,11 +8,13 @@ from typing import Any
 from simsched.config.cluster import SERVICE_MODEL_NAMES
 from simsched.sim.cluster.continuous_batching import ContinuousBatching
 from simsched.sim.cluster.contract import ServiceModel
+from simsched.sim.cluster.pools import PooledCluster
 from simsched.sim.cluster.token_server import TokenServer
 
 SERVICE_MODELS: dict[str, type[ServiceModel]] = {
     "token_server": TokenServer,
     "continuous_batching": ContinuousBatching,
+    "pools": PooledCluster,
 }
 
 if set(SERVICE_MODELS) != set(SERVICE_MODEL_NAMES):  # the scenario format must accept exactly these

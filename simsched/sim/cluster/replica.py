@@ -172,6 +172,9 @@ class Replica:
         # as vLLM: after a preemption no waiting request starts this iteration
         if not preempted and (self.steps == 1 or it % self.steps == 0 or not self.running):
             need = self._admit_waiting(plan, need, budget, free)
+        if not plan and not self.decoding.count:
+            self._stalled()
+            return
         self.kv.hold(need)
         prefill = pairs = context = 0
         for seq, chunk, blocks in plan:
@@ -184,8 +187,6 @@ class Replica:
         step = self.latency.iteration_ms(
             prefill, pairs, context, decodes, self.decoding.context(it)
         )
-        if prefill + decodes == 0:
-            raise RuntimeError(f"simulation bug: replica {self.index} scheduled an empty batch")
         self.chunks = plan
         verified = self.decoding.verified_tokens()  # decodes' tokens through the model
         self.batch_tokens = prefill + verified
@@ -194,6 +195,12 @@ class Replica:
         self.meter.step(self.t, end, prefill + verified, len(self.running), self.kv.level)
         self.attribution.stepped(self.index, self.t, end, plan, self.decoding, it)
         self._schedule(end)
+
+    def _stalled(self) -> None:
+        """Nothing can run: a replica whose blocks all belong to running sequences always fits
+        one of them, so here that is a bug (a P/D prefill replica holding blocks for transfers
+        waits instead: pd_replicas.py)."""
+        raise RuntimeError(f"simulation bug: replica {self.index} scheduled an empty batch")
 
     def _plan_running(self, it: int) -> tuple[list, int, int, int, bool]:
         """Chunks for running prefills and the blocks this iteration needs, preempting as needed."""

@@ -38,7 +38,10 @@ NAMES = sorted(SERVICE_MODELS)
 def scenario_for(name: str, admission: bool = True):
     """The noisy neighbor's tenants and requests on the model's default cluster."""
     raw = yaml.safe_load(NOISY.read_text(encoding="utf-8"))
-    raw |= {"cluster": {"service_model": name}, "variants": []}
+    cluster = {"service_model": name}
+    if name == "pools":  # a P/D pair: the model has no default layout
+        cluster |= {"pools": [{"name": "p", "role": "prefill"}, {"name": "d", "role": "decode"}]}
+    raw |= {"cluster": cluster, "variants": []}
     raw["admission"] = raw.get("admission", {}) | {"enabled": admission}
     return validate(raw, str(NOISY))
 

@@ -1,0 +1,296 @@
+"""`cluster.pools`: groups of replicas, routing across them, and the P/D handoff between them.
+
+A `Pool` is a group of replicas built from one `PoolSpec` (today's continuous-batching settings)
+with its own router; its replicas are numbered within the pool, so every router works on it
+unchanged, and `offset` turns their numbers into the run's replica numbers (pools in declaration
+order). A dispatched request goes to one of its tenant's entry pools (`mixed` or `prefill`
+serving its model, narrowed by `tenants[].pools`), the one with the least work per unit of
+capacity (`PoolPicker`), then to a replica by that pool's router. A prefill replica hands the
+request off after the first token (`Handoff`): a decode pool is picked the same way, its router
+picks the replica, the replica books the prompt's blocks, the link carries them, the prefill side
+lets its blocks go and the decode replica takes the sequence into its batch.
+
+A request whose entry pools are all full waits here, at the cluster front (`parked`), while the
+scheduler stops dispatching: at most one request waits so, the others stay in the gateway's
+lanes where the fairness policy orders them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from simsched.config.pools import ENTRY_ROLES
+from simsched.sim.cluster.kv_link import DedicatedLink, KvLink, prompt_kv_bytes
+from simsched.sim.cluster.cpu_time import build_engine_latency
+from simsched.sim.cluster.latency import sustained_tokens_per_ms
+from simsched.sim.cluster.pd_replicas import DecodeReplica, PrefillReplica
+from simsched.sim.cluster.replica import NoObserver, Replica
+from simsched.sim.cluster.router import Router, build_router
+from simsched.sim.cluster.sequences import Seq, ceil_div
+from simsched.sim.cluster.utilisation import ReplicaUsage
+from simsched.sim.recorder import Recorder
+from simsched.sim.requests import Request
+
+REPLICA_KINDS: dict[str, type[Replica]] = {
+    "mixed": Replica,
+    "prefill": PrefillReplica,
+    "decode": DecodeReplica,
+}
+
+
+@dataclass
+class Pool:
+    name: str
+    role: str
+    model: str
+    spec: Any
+    offset: int  # the run's number of its first replica
+    replicas: list[Replica]
+    router: Router
+    rate: float  # sustained prefill tokens per ms of one replica (latency.sustained_tokens_per_ms)
+
+    def load(self) -> float:
+        """Work per unit of capacity: (outstanding requests + 1) / (replicas x rate). The +1
+        counts the request being placed, so an idle fast pool beats an idle slow one."""
+        outstanding = 0
+        for replica in self.replicas:
+            outstanding += replica.outstanding()
+        return (outstanding + 1) / (len(self.replicas) * self.rate)
+
+    def has_room(self) -> bool:
+        limit = self.spec.max_waiting_per_replica
+        for replica in self.replicas:  # noqa: SIM110 (a loop: once per dispatch)
+            if len(replica.waiting) + replica.frontend.entering < limit:
+                return True
+        return False
+
+
+class PoolPicker:
+    """The pool with the least `load()`; equal loads go to the pool declared first."""
+
+    def pick(self, pools: Sequence[Pool]) -> Pool:
+        return min(pools, key=lambda pool: pool.load())
+
+
+@dataclass
+class TransferLog:
+    """Per handed-off request: transfer time (ms), bytes and the decode pool, for the results."""
+
+    start_ms: list[float] = field(default_factory=list)  # when the blocks were booked
+    ms: list[float] = field(default_factory=list)
+    nbytes: list[int] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
+
+
+class Handoff:
+    """A prefill replica's sequence travels to a decode replica through the link."""
+
+    def __init__(self, env: simpy.Environment, link: KvLink, cluster: PooledCluster) -> None:
+        self.env = env
+        self.link = link
+        self.cluster = cluster
+        self.log = TransferLog()
+        self.in_flight = 0
+
+    def __call__(self, source: PrefillReplica, seq: Seq, end: float) -> None:
+        pool = self.cluster.decode_pool(seq.request)
+        target = pool.router.choose(list(pool.replicas), seq.request)
+        self.in_flight += 1
+        target.offer(
+            seq, lambda copy: self._start(source, target, pool, seq, copy), source.before_ms
+        )
+
+    def _start(
+        self,
+        source: PrefillReplica,
+        target: DecodeReplica,
+        pool: Pool,
+        seq: Seq,
+        copy: Seq,
+    ) -> None:
+        nbytes = prompt_kv_bytes(pool.spec.model, seq.target)
+        duration = self.link.transfer_ms(nbytes, self.env.now)
+        self.log.start_ms.append(self.env.now)
+        self.log.ms.append(duration)
+        self.log.nbytes.append(nbytes)
+        self.log.seqs.append(seq.request.seq)
+        self.cluster.recorder_transfer(seq.request, target, pool)
+        done = self.env.timeout(duration)
+        done.callbacks.append(lambda _: self._end(source, target, seq, copy))
+
+    def _end(self, source: PrefillReplica, target: DecodeReplica, seq: Seq, copy: Seq) -> None:
+        self.in_flight -= 1
+        source.release(seq)
+        target.arrive(copy)
+
+
+class PooledCluster:
+    """The `pools` service model (contract.ServiceModel)."""
+
+    uses_seed = True
+    uses_tenants = True  # the engine passes the scenario's tenants (their model and pools)
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        config: Any,
+        recorder: Recorder,
+        observer: Any = None,
+        seed: int = 0,
+        tenants: Sequence[Any] = (),
+    ) -> None:
+        self.env = env
+        self.recorder = recorder
+        self.pools = self._build_pools(env, config, recorder, observer, seed)
+        self.replicas = [replica for pool in self.pools for replica in pool.replicas]
+        self.block_size = config.block_size
+        self.kv_blocks_total = sum(r.capacity for r in self.replicas)
+        entry = [p for p in self.pools if p.role in ENTRY_ROLES]
+        self.tput = sum(len(p.replicas) * p.rate for p in entry)
+        self.prefix_caching = any(p.spec.prefix_caching for p in self.pools)
+        self.picker = PoolPicker()
+        self.handoff = Handoff(env, DedicatedLink(config.kv_transfer), self)
+        for pool in self.pools:
+            for replica in pool.replicas:
+                replica.on_room = self._room_appeared
+                if isinstance(replica, PrefillReplica):
+                    replica.handoff = self.handoff
+        self.entry_pools, self.decode_pools = self._tenant_pools(tenants)
+        self.parked: Request | None = None
+        self._room: simpy.Event | None = None
+
+    @staticmethod
+    def _build_pools(env, config, recorder, observer, seed) -> list[Pool]:
+        pools, offset = [], 0
+        for index, spec in enumerate(config.pools):
+            latency = build_engine_latency(spec)  # the roofline with the engine's CPU time
+            kind = REPLICA_KINDS[spec.role]
+            replicas = [kind(env, i, spec, latency, recorder) for i in range(spec.replicas)]
+            for replica in replicas:
+                replica.observer = observer or NoObserver()
+            # each pool's tie-breaks draw from their own stream, so adding a pool moves no other
+            router = build_router(spec, replicas, seed + index)
+            rate = sustained_tokens_per_ms(latency, spec)
+            pools.append(
+                Pool(spec.name, spec.role, spec.model.name, spec, offset, replicas, router, rate)
+            )
+            offset += spec.replicas
+        return pools
+
+    def _tenant_pools(self, tenants: Sequence[Any]) -> tuple[list[list[Pool]], list[list[Pool]]]:
+        """Per tenant: its entry pools and its decode pools, in declaration order."""
+        entry, decode = [], []
+        for tenant in tenants:
+            model = getattr(tenant, "model", None) or self.pools[0].model
+            mine = [p for p in self.pools if p.model == model]
+            chosen = getattr(tenant, "pools", None)
+            named = [p for p in mine if chosen is None or p.name in chosen]
+            entry.append([p for p in named if p.role in ENTRY_ROLES])
+            decoders = [p for p in named if p.role == "decode"]
+            decode.append(decoders or [p for p in mine if p.role == "decode"])
+        return entry, decode
+
+    @staticmethod
+    def sustained_tokens_per_ms(config: Any) -> float:
+        total = 0.0
+        for spec in config.pools:
+            if spec.role in ENTRY_ROLES:
+                total += spec.replicas * sustained_tokens_per_ms(build_engine_latency(spec), spec)
+        return total
+
+    # --- the scheduler's questions --------------------------------------------------------------
+    def kv_blocks_in_use(self) -> int:
+        total = 0
+        for replica in self.replicas:
+            total += replica.blocks_in_use()
+        return total
+
+    def kv_peak_ratio(self) -> float:
+        return max(replica.kv.peak / replica.capacity for replica in self.replicas)
+
+    def known_ttft_ms(self, request: Request, wait_ms: float) -> float:
+        return math.nan
+
+    def fits(self, request: Request) -> bool:
+        """The whole sequence fits every pool it may use alone (prefill + decode - 1 tokens)."""
+        peak = max(1, request.prefill_tokens) + max(1, request.decode_tokens) - 1
+        blocks = ceil_div(peak, self.block_size)
+        pools = self.entry_pools[request.tenant] + self.decode_pools[request.tenant]
+        return all(blocks <= pool.spec.blocks_per_replica for pool in pools)
+
+    def has_room(self) -> bool:
+        if self.parked is not None:
+            return False
+        for pool in self.pools:  # noqa: SIM110 (a loop: once per dispatch)
+            if pool.role in ENTRY_ROLES and pool.has_room():
+                return True
+        return False
+
+    def room_available(self) -> simpy.Event:
+        if self._room is None:
+            self._room = self.env.event()
+        return self._room
+
+    def _room_appeared(self) -> None:
+        if self.parked is not None:
+            request, self.parked = self.parked, None
+            if not self._place(request):
+                self.parked = request
+                return
+        if self._room is not None:
+            room, self._room = self._room, None
+            room.succeed()
+
+    def start(self, request: Request) -> None:
+        if not self._place(request):
+            self.parked = request
+        return None
+
+    def _place(self, request: Request) -> bool:
+        open_pools = [p for p in self.entry_pools[request.tenant] if p.has_room()]
+        if not open_pools:
+            return False
+        pool = self.picker.pick(open_pools)
+        replica = pool.router.pick(request)
+        self.recorder.placed(request, pool.offset + replica.index)
+        replica.submit(request)
+        return True
+
+    def decode_pool(self, request: Request) -> Pool:
+        return self.picker.pick(self.decode_pools[request.tenant])
+
+    def recorder_transfer(self, request: Request, target: Replica, pool: Pool) -> None:
+        """Hook for what watches transfers; the results read the handoff's log."""
+
+    # --- what the timeline and the results read --------------------------------------------------
+    def snapshot(self) -> list[tuple[int, int, int, int, int]]:
+        return [replica.snapshot() for replica in self.replicas]
+
+    def utilisation(self) -> list[ReplicaUsage]:
+        return [replica.meter.usage() for replica in self.replicas]
+
+    def cached_blocks(self) -> list[int]:
+        return [replica.kv.cached_free() for replica in self.replicas]
+
+    def layout(self) -> list[tuple[str, str, int]]:
+        """Each pool's (name, role, replicas), in the order the replicas are numbered."""
+        return [(pool.name, pool.role, len(pool.replicas)) for pool in self.pools]
+
+    def transfers(self) -> TransferLog:
+        return self.handoff.log
+
+    def close(self) -> None:
+        for replica in self.replicas:
+            replica.kv.clear()
+        for pool in self.pools:
+            for scorer, _ in getattr(pool.router, "scored", []):
+                for index in getattr(scorer, "index", []):
+                    index.clear()
+
+    def is_idle(self) -> bool:
+        return self.handoff.in_flight == 0 and not any(r.busy for r in self.replicas)

@@ -1,0 +1,216 @@
+"""Pools, routing across pools and P/D disaggregation (sim/cluster/pools.py, pd_replicas.py).
+
+The lone-request timings are worked out by hand from the linear latency model and the link's
+formula; the layouts compare against the single-pool model and check where requests went.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+import simsched
+from simsched.config.loading import validate
+from simsched.errors import InputError
+from simsched.sim.cluster.pools import PooledCluster
+from simsched.sim.cluster.registry import SERVICE_MODELS
+from simsched.sim.engine import run_variant
+from simsched.workload.build import build_workload
+
+REPO = Path(__file__).resolve().parents[3]
+BASE, PREFILL, DECODE, ATTENTION = 2.0, 0.25, 0.5, 1.0
+LINEAR = {
+    "kind": "linear",
+    "base_ms": BASE,
+    "prefill_ms_per_token": PREFILL,
+    "decode_ms_per_seq": DECODE,
+    "attention_ms_per_1k_context": ATTENTION,
+}
+# llama-3-8b: 32 layers, 8 KV heads of 128, BF16: 2 (K and V) x 32 x 8 x 128 x 2 bytes per token
+KV_BYTES_PER_TOKEN = 2 * 32 * 8 * 128 * 2
+
+
+def pool(name: str, role: str, **settings: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "role": role,
+        "replicas": 1,
+        "latency_model": LINEAR,
+        "schedule_step_ms": 0.0,
+        **settings,
+    }
+
+
+def one_request(prompt: int, answer: int, cluster: dict[str, Any], **tenant: Any):
+    raw = {
+        "tenants": [
+            {
+                "id": "a",
+                "arrivals": {"kind": "periodic", "interval_ms": 1, "count": 1},
+                "prefill_tokens": prompt,
+                "decode_tokens": answer,
+                **tenant,
+            }
+        ],
+        "cluster": cluster,
+    }
+    return validate(raw, "pd.yaml")
+
+
+def run_watched(scenario, monkeypatch):
+    built: list[PooledCluster] = []
+
+    class Watched(PooledCluster):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            built.append(self)
+
+    monkeypatch.setitem(SERVICE_MODELS, "pools", Watched)
+    table = build_workload(scenario)
+    return run_variant(scenario, table), built[0], table
+
+
+@pytest.mark.parametrize("fast_forward", [True, False])
+def test_a_lone_pd_request_is_timed_by_the_prefill_iteration_and_the_link(
+    monkeypatch, fast_forward
+):
+    prompt, answer, gbps, latency_ms = 300, 6, 100.0, 0.5
+    cluster = {
+        "pools": [
+            pool("p", "prefill", fast_forward=fast_forward),
+            pool("d", "decode", fast_forward=fast_forward),
+        ],
+        "kv_transfer": {"gbps": gbps, "latency_ms": latency_ms},
+    }
+    run, model, _ = run_watched(one_request(prompt, answer, cluster), monkeypatch)
+    arrival = 0.0
+    # one prefill iteration of the whole prompt (under the 2048-token budget), no front end
+    prefill_end = arrival + (BASE + PREFILL * prompt)
+    assert run.recorder.first_token_ms[0] == prefill_end
+    nbytes = prompt * KV_BYTES_PER_TOKEN
+    transfer = nbytes * 8 / (gbps * 1e6) + latency_ms
+    assert model.transfers().nbytes == [nbytes]
+    assert model.transfers().ms == [transfer]
+    # decode starts when the transfer ends: answer - 1 iterations of one sequence, whose
+    # context is prompt + 1, + 2, ... tokens
+    end = prefill_end + transfer
+    for k in range(1, answer):
+        end = end + (BASE + DECODE * 1 + ATTENTION * (prompt + k) / 1000)
+    assert run.recorder.finish_ms[0] == end
+    assert model.kv_blocks_in_use() == 0
+
+
+def test_a_one_token_answer_never_leaves_the_prefill_replica(monkeypatch):
+    cluster = {"pools": [pool("p", "prefill"), pool("d", "decode")]}
+    run, model, _ = run_watched(one_request(100, 1, cluster), monkeypatch)
+    assert model.transfers().ms == []
+    assert run.recorder.finish_ms[0] == BASE + PREFILL * 100
+
+
+def test_the_decode_replica_waits_for_free_blocks_before_the_transfer(monkeypatch):
+    # 4 blocks of 16 tokens on the decode side: the second prompt (40 tokens, 3 blocks) cannot
+    # be booked while the first (40 tokens + its growing answer) holds 3 of them
+    cluster = {
+        "pools": [
+            pool("p", "prefill", num_gpu_blocks=64, block_size=16),
+            pool("d", "decode", num_gpu_blocks=5, block_size=16, block_watermark=0.0),
+        ],
+        "kv_transfer": {"gbps": 1000.0, "latency_ms": 0.0},
+    }
+    scenario = one_request(40, 20, cluster).with_overrides(
+        {"tenants.a.arrivals": {"kind": "periodic", "interval_ms": 1, "count": 2}}
+    )
+    run, model, _ = run_watched(scenario, monkeypatch)
+    log = model.transfers()
+    assert len(log.ms) == 2
+    finish = np.frombuffer(run.recorder.finish_ms)
+    first = np.frombuffer(run.recorder.first_token_ms)
+    assert log.start_ms[0] == first[0] < first[1]  # the first was booked at once
+    # the second is booked (its transfer starts) only when the first finished and let its
+    # blocks go, at the end of that iteration
+    assert log.start_ms[1] == finish[0]
+    assert model.kv_blocks_in_use() == 0
+
+
+def noisy_batching() -> dict[str, Any]:
+    return yaml.safe_load((REPO / "scenarios" / "noisy_neighbor_batching.yaml").read_text())
+
+
+def test_one_mixed_pool_is_the_single_pool_cluster():
+    raw = noisy_batching()
+    raw["variants"] = []
+    single = validate(raw, "x.yaml")
+    cluster = {k: v for k, v in raw["cluster"].items() if k != "service_model"}
+    raw["cluster"] = {"pools": [{"name": "only", "role": "mixed", **cluster}]}
+    pooled = validate(raw, "x.yaml")
+    a, b = simsched.simulate(single).requests, simsched.simulate(pooled).requests
+    assert len(a) > 0
+    assert a.equals(b)
+
+
+def mixed_fleet(pinned: list[str] | None = None) -> Any:
+    raw = noisy_batching()
+    raw["variants"] = []
+    raw["admission"] = {"enabled": False}
+    settings = {"latency_model": "roofline", "max_waiting_per_replica": 2}
+    raw["cluster"] = {
+        "pools": [
+            {"name": "old", "role": "mixed", "replicas": 2, "gpu": "a100-80gb", **settings},
+            {"name": "new", "role": "mixed", "replicas": 2, "gpu": "h100-80gb", **settings},
+        ]
+    }
+    if pinned is not None:
+        raw["tenants"][2]["pools"] = pinned
+    return validate(raw, "x.yaml")
+
+
+def test_a_faster_pool_takes_more_of_the_work():
+    frame = simsched.simulate(mixed_fleet()).requests
+    on_old = frame["replica"].isin([0, 1]).sum()
+    on_new = frame["replica"].isin([2, 3]).sum()
+    assert on_new > on_old > 0
+
+
+def test_a_pinned_tenant_runs_only_on_its_pools():
+    frame = simsched.simulate(mixed_fleet(["old"])).requests
+    batch = frame[frame["tenant_id"] == "tenant_batch_rag"]
+    assert len(batch) > 0 and batch["replica"].isin([0, 1]).all()
+    others = frame[frame["tenant_id"] != "tenant_batch_rag"]
+    assert others["replica"].isin([2, 3]).any()
+
+
+@pytest.mark.parametrize(
+    ("cluster", "tenant", "message"),
+    [
+        ({"pools": [pool("p", "prefill")]}, {}, "has a prefill pool but no decode pool"),
+        ({"pools": [pool("d", "decode")]}, {}, "has a decode pool but no prefill pool"),
+        ({"pools": [pool("x", "mixed"), pool("x", "mixed")]}, {}, "duplicate pool name 'x'"),
+        ({"pools": [pool("x", "mixed")]}, {"pools": ["y"]}, "unknown pool 'y' (known: x)"),
+        ({"pools": [pool("x", "mixed")]}, {"model": "qwen3-8b"}, "served by no pool"),
+        (
+            {"pools": [pool("x", "mixed"), pool("y", "mixed", model="qwen3-8b")]},
+            {},
+            "model is required",
+        ),
+        (
+            {"pools": [pool("p", "prefill"), pool("d", "decode", prefix_caching=True)]},
+            {},
+            "caching on the decode side is not modelled",
+        ),
+        ({"pools": [pool("x", "mixed")], "kv_transfer": "carrier_pigeon"}, {}, "unknown kv_"),
+        (
+            {"pools": [pool("p", "prefill"), pool("d", "decode")]},
+            {"pools": ["d"]},
+            "name a mixed or prefill pool",
+        ),
+    ],
+)
+def test_bad_layouts_are_one_line_errors(cluster, tenant, message):
+    with pytest.raises(InputError) as caught:
+        one_request(10, 2, cluster, **tenant)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
