@@ -25,8 +25,8 @@ from typing import Any
 import simpy
 
 from simsched.config.pools import ENTRY_ROLES
-from simsched.sim.cluster.kv_link import DedicatedLink, KvLink, prompt_kv_bytes
 from simsched.sim.cluster.cpu_time import build_engine_latency
+from simsched.sim.cluster.kv_link import DedicatedLink, KvLink, prompt_kv_bytes
 from simsched.sim.cluster.latency import sustained_tokens_per_ms
 from simsched.sim.cluster.pd_replicas import DecodeReplica, PrefillReplica
 from simsched.sim.cluster.replica import NoObserver, Replica
