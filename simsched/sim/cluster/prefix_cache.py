@@ -131,8 +131,10 @@ class PrefixCachedKv(PlainKv):
     def computed(self, seq: Seq) -> None:
         """Its newly full blocks become cached (held by the sequence)."""
         full = seq.done // self.block_size
-        if full > seq.reg:
-            self._register(seq, full)
+        if full > seq.reg:  # `_register`, inlined: a call per prefill chunk
+            runs = seq.runs if seq.runs is not None else self._runs(seq)
+            seq.shared_blocks += self._add_missing(runs, seq.reg, full, seq.shared)
+            seq.reg = full
 
     def finish(self, seq: Seq, blocks: int) -> None:
         """A finished sequence first registers the full blocks of its whole sequence (a
