@@ -157,11 +157,16 @@ def compress_chains(prefixes: np.ndarray) -> None:
     if not len(joined):
         return
     keep = ~np.isin(ids, joined)
-    for prefix, offset, size in zip(present, offsets.tolist(), sizes.tolist(), strict=True):
-        kept = keep[offset : offset + size]
-        if not kept.all():
-            prefix.ids = ids[offset : offset + size][kept].tolist()
-            prefix.ends = ends[offset : offset + size][kept].tolist()
+    # the kept segments as two Python lists sliced per prompt (numpy calls per prompt would
+    # cost more than the rest of this function)
+    kept_sizes = np.add.reduceat(keep, offsets).tolist()
+    kept_ids, kept_ends = ids[keep].tolist(), ends[keep].tolist()
+    start = 0
+    for prefix, size, kept in zip(present, sizes.tolist(), kept_sizes, strict=True):
+        if kept != size:
+            prefix.ids = kept_ids[start : start + kept]
+            prefix.ends = kept_ends[start : start + kept]
+        start += kept
 
 
 def prepend(shared: tuple[int, int] | None, prefix: Prefix | None, interner: ChainIds) -> Prefix:

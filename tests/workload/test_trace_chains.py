@@ -8,11 +8,12 @@ import random
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from simsched.errors import InputError
 from simsched.workload.prefix_sources import mooncake_prefixes
-from simsched.workload.prefixes import ChainIds
+from simsched.workload.prefixes import ChainIds, Prefix, compress_chains
 from simsched.workload.trace_chains import chain_numbers
 
 
@@ -113,3 +114,48 @@ def test_a_row_keeps_the_ids_its_prompt_covers_in_time_order(tmp_path: Path) -> 
     assert first.ends == [512, 1024] and second.ends == [512, 600]
     assert first.ids == second.ids  # the same two chained ids
     assert interner.chain(0, "next") == 1 + 3  # three chains reserved: (1), (1,2), (1,2,3)
+
+
+def _prompts(rows: list[list[int]], ends_of) -> np.ndarray:
+    interner = ChainIds()
+    out = np.empty(len(rows), dtype=object)
+    for i, row in enumerate(rows):
+        ids, parent = [], 0
+        for block in row:
+            parent = interner.chain(parent, block)
+            ids.append(parent)
+        out[i] = Prefix(ids, ends_of(row))
+    return out
+
+
+def test_joining_unbranched_chains_keeps_which_blocks_are_equal() -> None:
+    # the property compress_chains promises: two blocks (of any prompts) have equal keys after
+    # exactly when they had before; the brute force compares every pair of positions
+    rng = random.Random(3)
+    for _ in range(100):
+        rows = [
+            rng.choice([[], [1], [1, 2], [1, 2, 3]])
+            + [rng.randint(0, 2) for _ in range(rng.randint(0, 3))]
+            for _ in range(rng.randint(1, 8))
+        ]
+        prompts = _prompts(rows, lambda row: [8 * (i + 1) for i in range(len(row))])
+        before = [p.keys(4) for p in prompts]
+        compress_chains(prompts)
+        after = [p.keys(4) for p in prompts]
+        flat_before = [k for keys in before for k in keys]
+        flat_after = [k for keys in after for k in keys]
+        assert len(flat_after) == len(flat_before)
+        pairs = set(zip(flat_before, flat_after, strict=True))
+        assert len(pairs) == len(set(flat_before)) == len(set(flat_after))
+
+
+def test_a_chain_always_followed_by_the_same_one_is_joined_into_it() -> None:
+    # by hand: (1) is always followed by (1,2), which ends two prompts and is followed by
+    # (1,2,3) in one: (1) joins (1,2); (1,2) stays (it ends a prompt), and so does (1,2,3)
+    prompts = _prompts(
+        [[1, 2], [1, 2, 3], [1, 2]], lambda row: [8 * (i + 1) for i in range(len(row))]
+    )
+    ids_before = [list(p.ids) for p in prompts]
+    compress_chains(prompts)
+    assert [p.ends for p in prompts] == [[16], [16, 24], [16]]
+    assert [p.ids for p in prompts] == [ids[1:] for ids in ids_before]

@@ -248,22 +248,21 @@ class PrefixCachedKv(PlainKv):
             pieces = chains.get(chain)
             if pieces is None:  # nothing of this chain yet: one new piece
                 chains[chain] = [Piece(chain, a, b, 1)]
-                _share(shared, chain, a, b)
-                added += b - a
+            elif pieces[-1].hi <= a:  # the common case: a prefill's next chunk, past its chain
+                last = pieces[-1]
+                if last.hi == a and last.refs == 1:
+                    last.hi = b  # what a new piece joined to the held one it continues would be
+                else:
+                    pieces.append(Piece(chain, a, b, 1))  # no neighbour it could join
             else:
                 added += self._fill_gaps(pieces, chain, a, b, shared)
+                continue
+            _share(shared, chain, a, b)
+            added += b - a
         return added
 
     def _fill_gaps(self, pieces: list[Piece], chain: int, a: int, b: int, shared: list[Run]) -> int:
         """New pieces (held once) where no piece covers `[a, b)`."""
-        last = pieces[-1]
-        if last.hi <= a:  # the common case: a prefill's next chunk, past all of its chain
-            if last.hi == a and last.refs == 1:
-                last.hi = b  # what a new piece joined to the held one it continues would be
-            else:
-                pieces.append(Piece(chain, a, b, 1))  # no neighbour it could join
-            _share(shared, chain, a, b)
-            return b - a
         added = 0
         i = bisect_right(pieces, a, key=_lo)
         if i > 0 and pieces[i - 1].hi > a:
