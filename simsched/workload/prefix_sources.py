@@ -22,6 +22,7 @@ from simsched.workload.formats.checks import fail
 from simsched.workload.formats.window import TraceColumns, window
 from simsched.workload.prefixes import ChainIds, Prefix, prepend
 from simsched.workload.table import RequestTable
+from simsched.workload.trace_chains import TraceChains, chain_numbers
 
 MOONCAKE_BLOCK = 512  # tokens per hash id in the Mooncake FAST'25 traces
 
@@ -75,31 +76,44 @@ def mooncake_prefixes(trace, interner: ChainIds, files: dict) -> list[Prefix]:
     resolved = str(Path(trace.path).resolve())
     if resolved not in files:
         files[resolved] = _read_hash_ids(Path(trace.path), label)
-    times, lengths, hashes = files[resolved]
+    times, lengths, chains = files[resolved]
+    # one id range per (file, cache_salt): tenants replaying one file with one salt share
+    # their chains, as with vLLM's cache_salt; another salt gets ids no other chain has
+    source = (resolved, trace.cache_salt)
+    if source not in files:
+        files[source] = interner.reserve(chains.count)
+    first_id = files[source]
     order = np.argsort(times, kind="stable")
     rows = np.arange(len(times), dtype=np.int64)[order]
     columns = TraceColumns(times[order] - times[order][0], rows, rows)
     kept = window(columns, label, trace.start_s, trace.duration_s, trace.max_requests)
-    source = interner.chain(0, ("mooncake", resolved, trace.cache_salt))
     rows = kept.prefill_tokens
     full_ends = list(
-        range(MOONCAKE_BLOCK, MOONCAKE_BLOCK * (max(map(len, hashes)) + 1), MOONCAKE_BLOCK)
+        range(
+            MOONCAKE_BLOCK,
+            MOONCAKE_BLOCK * (int(chains.lengths.max(initial=0)) + 1),
+            MOONCAKE_BLOCK,
+        )
     )
-    return [_chain(hashes[r], int(lengths[r]), source, interner, full_ends) for r in rows]
+    ids, starts, sizes = chains.ids(first_id), chains.starts.tolist(), chains.lengths.tolist()
+    lengths = lengths.tolist()
+    return [_prefix(ids, starts[r], sizes[r], lengths[r], full_ends) for r in rows.tolist()]
 
 
-def _chain(ids: list, length: int, source: int, interner: ChainIds, full_ends: list) -> Prefix:
-    """`full_ends[i]` is `(i + 1) * 512`: shared int objects, not one per block per prompt.
+def _prefix(ids: list[int], start: int, size: int, length: int, full_ends: list) -> Prefix:
+    """The row whose `size` chain ids start at `ids[start]`, for a prompt of `length` tokens.
+    `full_ends[i]` is `(i + 1) * 512`: shared int objects, not one per block per prompt.
     Ids past the prompt's last token cover nothing and are dropped."""
-    count = min(len(ids), -(-length // MOONCAKE_BLOCK))
+    count = min(size, -(-length // MOONCAKE_BLOCK))
     ends = full_ends[:count]
     if count and ends[-1] > length:
         ends[-1] = length
-    return Prefix(interner.chain_blocks(source, ids, count), ends)
+    return Prefix(ids[start : start + count], ends)
 
 
-def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list[list]]:
-    times, lengths, hashes = [], [], []
+def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, TraceChains]:
+    """Every row's time, prompt length and chained block ids (`trace_chains.py`)."""
+    times, lengths, flat, counts = [], [], [], []
     for number, line in enumerate(read_text(path, "trace file").splitlines(), start=1):
         if not line.strip():
             continue
@@ -107,11 +121,27 @@ def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, list
         ids = record.get("hash_ids")
         if ids is None:
             ids = []  # no prefix ids for this row: nothing of it can hit
-        if not isinstance(ids, list) or not all(type(x) is int for x in ids):  # bool is no id
+        if not isinstance(ids, list):
             raise fail(label, number, "hash_ids is not a list of integers")
         times.append(float(record["timestamp"]))
         lengths.append(int(record["input_length"]))
-        hashes.append(ids)
+        flat += ids
+        counts.append(len(ids))
     if not times:
         raise InputError(label, "", "holds no requests")
-    return np.asarray(times), np.asarray(lengths), hashes
+    if not set(map(type, flat)) <= {int}:  # bool is no id (one pass in C; the line only if bad)
+        raise fail(label, _first_bad_row(path, flat, counts), "hash_ids is not a list of integers")
+    return np.asarray(times), np.asarray(lengths), chain_numbers(flat, counts)
+
+
+def _first_bad_row(path: Path, flat: list, counts: list[int]) -> int:
+    """The line of the first row whose hash_ids hold something other than an integer."""
+    lines = [
+        n for n, line in enumerate(read_text(path, "trace file").splitlines(), 1) if line.strip()
+    ]
+    start = 0
+    for number, count in zip(lines, counts, strict=True):
+        if any(type(x) is not int for x in flat[start : start + count]):
+            return number
+        start += count
+    raise AssertionError("no row holds a non-integer id")  # the caller found one

@@ -33,32 +33,27 @@ NO_KEY = -1
 
 class ChainIds:
     """Interns `(parent, *content)` tuples as consecutive ints, so chains compare in O(1).
-    Content may be several values (a trace block is `(source id, block id)`): one flat tuple
-    per chain keeps a trace's hundreds of thousands of them small."""
+    A trace's blocks, hundreds of thousands of them, are numbered apart (`reserve`): a tuple
+    per block would hold tens of megabytes for the whole run."""
 
     def __init__(self, first: int = 1) -> None:
         self._ids: dict[tuple, int] = {}
-        self._first = first
+        self._next = first
 
     def chain(self, parent: int, *content: object) -> int:
         pair = (parent, *content)
         found = self._ids.get(pair)
         if found is None:
-            found = self._ids[pair] = len(self._ids) + self._first
+            found = self._ids[pair] = self._next
+            self._next += 1
         return found
 
-    def chain_blocks(self, source: int, blocks: list, count: int) -> list[int]:
-        """The chain ids of a trace prompt's first `count` blocks (`(source, block)` contents
-        chained from the root): `chain` inlined, as a trace interns one per block."""
-        ids, first = self._ids, self._first
-        out, parent = [], 0
-        for block in blocks[:count]:
-            key = (parent, source, block)
-            parent = ids.get(key)
-            if parent is None:
-                parent = ids[key] = len(ids) + first
-            out.append(parent)
-        return out
+    def reserve(self, count: int) -> int:
+        """The first of `count` fresh consecutive ids, which no chain is given: for chains
+        numbered elsewhere (`trace_chains.chain_numbers`), shifted by it."""
+        first = self._next
+        self._next += count
+        return first
 
 
 class Prefix:
@@ -162,11 +157,16 @@ def compress_chains(prefixes: np.ndarray) -> None:
     if not len(joined):
         return
     keep = ~np.isin(ids, joined)
-    for prefix, offset, size in zip(present, offsets.tolist(), sizes.tolist(), strict=True):
-        kept = keep[offset : offset + size]
-        if not kept.all():
-            prefix.ids = ids[offset : offset + size][kept].tolist()
-            prefix.ends = ends[offset : offset + size][kept].tolist()
+    # the kept segments as two Python lists sliced per prompt (numpy calls per prompt would
+    # cost more than the rest of this function)
+    kept_sizes = np.add.reduceat(keep, offsets).tolist()
+    kept_ids, kept_ends = ids[keep].tolist(), ends[keep].tolist()
+    start = 0
+    for prefix, size, kept in zip(present, sizes.tolist(), kept_sizes, strict=True):
+        if kept != size:
+            prefix.ids = kept_ids[start : start + kept]
+            prefix.ends = kept_ends[start : start + kept]
+        start += kept
 
 
 def prepend(shared: tuple[int, int] | None, prefix: Prefix | None, interner: ChainIds) -> Prefix:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from itertools import count as counter
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING
 
 from simsched.sim.cluster.kv_memory import PlainKv
@@ -65,11 +65,20 @@ class Piece:
         self.token = NOT_QUEUED
 
 
-def _lo(piece: Piece) -> int:
-    return piece.lo
-
-
+_lo = attrgetter("lo")  # a piece's first block
 _hi = itemgetter(2)  # a run's end block
+
+
+def _share(shared: list[Run], chain: int, lo: int, hi: int) -> None:
+    """Add blocks `[lo, hi)` of `chain` to a sequence's held runs, extending the last run when
+    they continue it: a prefill registers chunk by chunk, and its release then cuts one run
+    per chain instead of one per chunk (the same blocks, so the same state after it)."""
+    if shared:
+        last_chain, last_lo, last_hi = shared[-1]
+        if last_chain == chain and last_hi == lo:
+            shared[-1] = (chain, last_lo, hi)
+            return
+    shared.append((chain, lo, hi))
 
 
 class PrefixCachedKv(PlainKv):
@@ -122,8 +131,10 @@ class PrefixCachedKv(PlainKv):
     def computed(self, seq: Seq) -> None:
         """Its newly full blocks become cached (held by the sequence)."""
         full = seq.done // self.block_size
-        if full > seq.reg:
-            self._register(seq, full)
+        if full > seq.reg:  # `_register`, inlined: a call per prefill chunk
+            runs = seq.runs if seq.runs is not None else self._runs(seq)
+            seq.shared_blocks += self._add_missing(runs, seq.reg, full, seq.shared)
+            seq.reg = full
 
     def finish(self, seq: Seq, blocks: int) -> None:
         """A finished sequence first registers the full blocks of its whole sequence (a
@@ -219,7 +230,7 @@ class PrefixCachedKv(PlainKv):
                     piece.token = NOT_QUEUED
                 piece.refs += 1
             self._join(pieces, i, k)
-            shared.append((chain, lo, end))
+            _share(shared, chain, lo, end)
             left -= end - lo
 
     def _add_missing(self, runs: tuple[Run, ...], start: int, stop: int, shared: list[Run]) -> int:
@@ -237,10 +248,17 @@ class PrefixCachedKv(PlainKv):
             pieces = chains.get(chain)
             if pieces is None:  # nothing of this chain yet: one new piece
                 chains[chain] = [Piece(chain, a, b, 1)]
-                shared.append((chain, a, b))
-                added += b - a
+            elif pieces[-1].hi <= a:  # the common case: a prefill's next chunk, past its chain
+                last = pieces[-1]
+                if last.hi == a and last.refs == 1:
+                    last.hi = b  # what a new piece joined to the held one it continues would be
+                else:
+                    pieces.append(Piece(chain, a, b, 1))  # no neighbour it could join
             else:
                 added += self._fill_gaps(pieces, chain, a, b, shared)
+                continue
+            _share(shared, chain, a, b)
+            added += b - a
         return added
 
     def _fill_gaps(self, pieces: list[Piece], chain: int, a: int, b: int, shared: list[Run]) -> int:
@@ -255,7 +273,7 @@ class PrefixCachedKv(PlainKv):
             if next_lo > a:
                 end = min(next_lo, b)
                 pieces.insert(i, Piece(chain, a, end, 1))
-                shared.append((chain, a, end))
+                _share(shared, chain, a, end)
                 added += end - a
                 a = end
             else:

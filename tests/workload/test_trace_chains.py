@@ -1,0 +1,161 @@
+"""Chain numbers of a trace's prefix blocks (workload/trace_chains.py) and how the Mooncake
+reader feeds them (workload/prefix_sources.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from simsched.errors import InputError
+from simsched.workload.prefix_sources import mooncake_prefixes
+from simsched.workload.prefixes import ChainIds, Prefix, compress_chains
+from simsched.workload.trace_chains import chain_numbers
+
+
+def _flat(rows: list[list[int]]) -> tuple[list[int], list[int]]:
+    return [block for row in rows for block in row], [len(row) for row in rows]
+
+
+def test_equal_prefixes_and_only_they_share_a_number() -> None:
+    # by hand: the prefixes are (5), (5,6), (5,7), (5,6,8) and (6): five chains; block 6 after
+    # 5 and block 6 at the root are different chains, as chained hashes are
+    chains = chain_numbers(*_flat([[5, 6], [5, 7], [5, 6, 8], [6]]))
+    n = chains.numbers.tolist()
+    assert chains.count == 5
+    assert sorted(set(n)) == [0, 1, 2, 3, 4]
+    assert n[0] == n[2] == n[4]  # (5) in the first three rows
+    assert n[1] == n[5]  # (5, 6) in rows 1 and 3
+    assert len({n[0], n[1], n[3], n[6], n[7]}) == 5
+    assert chains.starts.tolist() == [0, 2, 4, 7]
+
+
+def test_chain_numbers_match_interning_every_prefix() -> None:
+    # the brute force: a dict keyed by the whole prefix tuple, on random rows that share,
+    # diverge and share again (small alphabets make repeats likely), some of them empty
+    rng = random.Random(7)
+    for _ in range(200):
+        rows = []
+        for _ in range(rng.randint(1, 12)):
+            base = rng.choice([[], [1], [1, 2], [1, 3], [4]])
+            rows.append(base + [rng.randint(0, 3) for _ in range(rng.randint(0, 5))])
+        flat, lengths = _flat(rows)
+        chains = chain_numbers(flat, lengths)
+        brute: dict[tuple, int] = {}
+        expected = [
+            brute.setdefault(tuple(row[: i + 1]), len(brute))
+            for row in rows
+            for i in range(len(row))
+        ]
+        got = chains.numbers.tolist()
+        assert chains.count == len(brute)
+        # the same partition of positions (the numbering itself may differ): the pairs
+        # (brute-force number, chain number) form a one-to-one map
+        pairs = set(zip(expected, got, strict=True))
+        assert len(pairs) == len(set(expected)) == len(set(got))
+        assert all(0 <= g < chains.count for g in got)
+
+
+def test_ids_beyond_int64_are_numbered_too() -> None:
+    huge = 2**70
+    chains = chain_numbers(*_flat([[huge, 1], [huge, 2], [huge + 1, 1]]))
+    n = chains.numbers.tolist()
+    assert chains.count == 5 and n[0] == n[2] and len(set(n)) == 5
+
+
+def test_ids_start_where_the_interner_reserves_them() -> None:
+    interner = ChainIds()
+    head = interner.chain(0, "system")
+    first = interner.reserve(3)
+    after = interner.chain(0, "other")
+    assert (head, first, after) == (1, 2, 5)  # 2, 3, 4 are the reserved ones
+
+
+def _trace(path: Path, rows: list[str]) -> SimpleNamespace:
+    path.write_text("\n".join(rows) + "\n")
+    return SimpleNamespace(
+        path=str(path),
+        format="mooncake",
+        cache_salt=None,
+        start_s=None,
+        duration_s=None,
+        max_requests=None,
+    )
+
+
+def test_an_id_that_is_not_an_integer_is_refused_with_its_line(tmp_path: Path) -> None:
+    good = json.dumps(
+        {"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}
+    )
+    bad = json.dumps(
+        {"timestamp": 1, "input_length": 1024, "output_length": 1, "hash_ids": [1, True]}
+    )
+    trace = _trace(tmp_path / "t.jsonl", [good, "", bad])
+    with pytest.raises(InputError) as caught:
+        mooncake_prefixes(trace, ChainIds(), {})
+    assert "t.jsonl line 3" in str(caught.value)
+    assert "hash_ids is not a list of integers" in str(caught.value)
+
+
+def test_a_row_keeps_the_ids_its_prompt_covers_in_time_order(tmp_path: Path) -> None:
+    rows = [
+        {"timestamp": 5, "input_length": 600, "output_length": 1, "hash_ids": [1, 2, 3]},
+        {"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]},
+    ]
+    trace = _trace(tmp_path / "t.jsonl", [json.dumps(row) for row in rows])
+    interner = ChainIds()
+    first, second = mooncake_prefixes(trace, interner, {})
+    # time order: the 1024-token row first; 600 tokens cover two 512-token ids (the third
+    # starts past the prompt), the second ending at the prompt's last token
+    assert first.ends == [512, 1024] and second.ends == [512, 600]
+    assert first.ids == second.ids  # the same two chained ids
+    assert interner.chain(0, "next") == 1 + 3  # three chains reserved: (1), (1,2), (1,2,3)
+
+
+def _prompts(rows: list[list[int]], ends_of) -> np.ndarray:
+    interner = ChainIds()
+    out = np.empty(len(rows), dtype=object)
+    for i, row in enumerate(rows):
+        ids, parent = [], 0
+        for block in row:
+            parent = interner.chain(parent, block)
+            ids.append(parent)
+        out[i] = Prefix(ids, ends_of(row))
+    return out
+
+
+def test_joining_unbranched_chains_keeps_which_blocks_are_equal() -> None:
+    # the property compress_chains promises: two blocks (of any prompts) have equal keys after
+    # exactly when they had before; the brute force compares every pair of positions
+    rng = random.Random(3)
+    for _ in range(100):
+        rows = [
+            rng.choice([[], [1], [1, 2], [1, 2, 3]])
+            + [rng.randint(0, 2) for _ in range(rng.randint(0, 3))]
+            for _ in range(rng.randint(1, 8))
+        ]
+        prompts = _prompts(rows, lambda row: [8 * (i + 1) for i in range(len(row))])
+        before = [p.keys(4) for p in prompts]
+        compress_chains(prompts)
+        after = [p.keys(4) for p in prompts]
+        flat_before = [k for keys in before for k in keys]
+        flat_after = [k for keys in after for k in keys]
+        assert len(flat_after) == len(flat_before)
+        pairs = set(zip(flat_before, flat_after, strict=True))
+        assert len(pairs) == len(set(flat_before)) == len(set(flat_after))
+
+
+def test_a_chain_always_followed_by_the_same_one_is_joined_into_it() -> None:
+    # by hand: (1) is always followed by (1,2), which ends two prompts and is followed by
+    # (1,2,3) in one: (1) joins (1,2); (1,2) stays (it ends a prompt), and so does (1,2,3)
+    prompts = _prompts(
+        [[1, 2], [1, 2, 3], [1, 2]], lambda row: [8 * (i + 1) for i in range(len(row))]
+    )
+    ids_before = [list(p.ids) for p in prompts]
+    compress_chains(prompts)
+    assert [p.ends for p in prompts] == [[16], [16, 24], [16]]
+    assert [p.ids for p in prompts] == [ids[1:] for ids in ids_before]
