@@ -140,7 +140,7 @@ def run_variant(
         env.process(flow_scheduler_process(stages, controller))
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)
     start_autoscaler(env, scenario.cluster, cluster, lanes, feed)  # with cluster.autoscale
-    _run_bounded(env, scenario, recorder)
+    _run_bounded(env, scenario, recorder, float(table.arrival_ms.max()) if len(table) else 0.0)
     kv_peak_ratio = cluster.kv_peak_ratio()
     usage = cluster.utilisation() if hasattr(cluster, "utilisation") else []
     ledger = cluster.chargeback() if hasattr(cluster, "chargeback") else None
@@ -202,7 +202,10 @@ def _beyond(times: np.ndarray) -> bool:
 
 
 def _run_bounded(
-    env: SimEnvironment | LeanEnvironment, scenario: Scenario, recorder: Recorder
+    env: SimEnvironment | LeanEnvironment,
+    scenario: Scenario,
+    recorder: Recorder,
+    last_arrival_ms: float,
 ) -> None:
     """Run to the end, or stop where float64 milliseconds stop resolving time.
 
@@ -212,6 +215,14 @@ def _run_bounded(
     env.run_bounded(MAX_TIME_MS)
     known = (recorder.ttft_ms, recorder.first_token_ms, recorder.finish_ms)
     if env.peek() != math.inf or any(_beyond(np.frombuffer(times)) for times in known):
+        if last_arrival_ms > MAX_TIME_MS / 2:  # the workload itself reaches the bound
+            raise InputError(
+                "",
+                "tenants",
+                f"requests arrive as late as {last_arrival_ms:.15g} ms, too near the simulated "
+                f"clock's bound of {MAX_TIME_MS:g} ms for them to be served within it (check "
+                "the trace's times, its time_scale or the arrivals' start and duration)",
+            )
         raise InputError(
             "",  # the caller names the scenario file
             "cluster",

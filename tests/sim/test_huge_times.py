@@ -37,6 +37,22 @@ def test_a_clock_beyond_any_resolution_is_refused(override: str) -> None:
         simulate(load_scenario(STUDY, [override]), ["service_token_drr_with_admission"])
 
 
+def test_a_time_just_under_the_clock_blames_the_workload_not_the_cluster(tmp_path) -> None:
+    # 999999999999.999 s = 1e15 ms - 1 ms passes the BurstGPT reader's bound (1e12 s), but its
+    # request cannot finish within the clock (1e15 ms): the error points at the arrivals, not at a
+    # cluster too slow
+    header = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+    rows = "0,ChatGPT,10,5,15,x\n999999999999.999,ChatGPT,10,5,15,x\n"
+    (tmp_path / "b.csv").write_text(header + rows, encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(
+        "tenants:\n  - id: a\n    trace: {path: b.csv, format: burstgpt}\n", encoding="utf-8"
+    )
+    with pytest.raises(InputError) as info:
+        simulate(load_scenario(tmp_path / "s.yaml"))
+    assert "tenants: requests arrive as late as 999999999999999 ms" in str(info.value)
+    assert "cluster" not in str(info.value)
+
+
 def test_summaries_are_valid_json() -> None:
     data = {"a": math.inf, "b": [math.nan, 1.5, -math.inf], "c": {"d": 2}}
     text = json.dumps(json_safe(data), allow_nan=False)
