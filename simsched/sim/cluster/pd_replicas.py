@@ -46,7 +46,7 @@ class PrefillReplica(Replica):
             return
         self.prefilling.remove(seq)
         seq.generated = 1
-        self.recorder.first_token(seq.request, end + self.before_ms)
+        self.recorder.first_token(seq.request, self.frontend.first_token_ms(end))
         del self.running[seq.request.seq]  # leaves the batch; its blocks stay held
         self.held += 1
         self.handoff(self, seq, end)
@@ -125,8 +125,13 @@ class DecodeReplica(Replica):
     def _finish(self, seq: Seq, blocks: int, end: float) -> None:
         self.kv.finish(seq, blocks)
         del self.running[seq.request.seq]
+        # the prefill side's front-end shift (fixed delays: its before_ms), then this side's
+        # response: fixed delays add only their after_ms; an API server queues the output
         front = self.front_ms.pop(seq.request.seq)
-        self.recorder.finished(seq.request, end + front + self.latency.after_ms)
+        own_shift = self.frontend.first_token_ms(0.0)
+        self.recorder.finished(
+            seq.request, self.frontend.respond(seq.request, end + front) - own_shift
+        )
 
     def _stalled(self) -> None:
         # Blocks booked for transfers belong to no running sequence, so a preempted one may not

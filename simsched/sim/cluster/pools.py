@@ -102,7 +102,9 @@ class Handoff:
         target = pool.router.choose(list(pool.replicas), seq.request)
         self.in_flight += 1
         target.offer(
-            seq, lambda copy: self._start(source, target, pool, seq, copy), source.before_ms
+            seq,
+            lambda copy: self._start(source, target, pool, seq, copy),
+            source.frontend.first_token_ms(0.0),  # the entry front end's shift of every instant
         )
 
     def _start(
