@@ -11,9 +11,9 @@ reaches the engine's waiting queue; its outbound job (detokenise, stream) takes
 `per_output_token_us * output / 1000`, queued when the engine emits the last token, and ends when
 the client has the response; with `per_output_token_us` 0 there is no outbound job (a job of no
 work does not wait behind the inbound queue). With `c` processes free at `f_1 <= ... <= f_c`,
-a job arriving at `a` with service `s` starts at `max(a, f_1)` and ends `s` later. Jobs arrive in simulated-time
-order, so assigning each at its arrival is exactly FIFO. The first token is recorded when the
-engine emits it (its streaming cost is in the outbound job).
+a job arriving at `a` with service `s` starts at `max(a, f_1)` and ends `s` later. Jobs arrive
+in simulated-time order, so assigning each at its arrival is exactly FIFO. The first token is
+recorded when the engine emits it (its streaming cost is in the outbound job).
 """
 
 from __future__ import annotations
