@@ -189,3 +189,20 @@ def test_validate_shows_what_the_profile_chose(monkeypatch, capsys) -> None:
     # the file's own 2048 / 256 win over TensorRT-LLM's 8192 / 2048
     assert "engine: trtllm (served), 2048 batched tokens, 256 sequences, CPU time overlap" in out
     assert "guaranteed_no_evict, API server 1 x 33 ms/request" in out
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"engine": "vllm"}, "latency_model.frontend_before_ms"),
+        ({"frontend": {"processes": 2}}, "latency_model.frontend_before_ms"),
+        ({"engine": {"name": "trtllm", "offline": True}}, "latency_model.frontend_before_ms"),
+    ],
+)
+def test_fixed_front_end_delays_beside_an_api_server_are_refused(settings, field) -> None:
+    # the API server replaces the fixed delays: stated beside it they would be ignored silently
+    latency = {"kind": "roofline", "frontend_before_ms": 500.0}
+    with pytest.raises(InputError) as info:
+        cluster_of(latency_model=latency, **settings)
+    assert field in str(info.value) and "cluster.frontend" in str(info.value)
+    assert cluster_of(latency_model=latency).latency_model.frontend_before_ms == 500.0
