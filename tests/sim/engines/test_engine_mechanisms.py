@@ -180,7 +180,9 @@ def test_multi_step_pays_the_cpu_once_per_k_steps_on_the_roofline() -> None:
 
 
 def test_overlap_hides_the_cpu_under_a_long_gpu_step() -> None:
-    config = roofline_cluster(engine="trtllm")
+    # SGLang keeps the roofline's CPU costs (TensorRT-LLM's are 0, which would hide nothing)
+    config = roofline_cluster(engine="sglang")
+    assert config.latency_model.overhead_ms > 0
     engine = build_engine_latency(config)
     gpu = build_engine_latency(
         roofline_cluster(
