@@ -206,3 +206,13 @@ def test_fixed_front_end_delays_beside_an_api_server_are_refused(settings, field
         cluster_of(latency_model=latency, **settings)
     assert field in str(info.value) and "cluster.frontend" in str(info.value)
     assert cluster_of(latency_model=latency).latency_model.frontend_before_ms == 500.0
+
+
+def test_validate_says_an_offline_engine_has_no_api_server(monkeypatch, capsys) -> None:
+    setting = "cluster.engine={name: vllm, offline: true}"
+    monkeypatch.setattr(sys, "argv", ["simsched", "validate", str(BATCHING), "--set", setting])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    out = capsys.readouterr().out
+    assert exit_info.value.code in (0, None)
+    assert "admit_then_preempt, no API server (no front-end time)" in out
