@@ -216,3 +216,22 @@ def test_validate_says_an_offline_engine_has_no_api_server(monkeypatch, capsys) 
     out = capsys.readouterr().out
     assert exit_info.value.code in (0, None)
     assert "admit_then_preempt, no API server (no front-end time)" in out
+
+
+def test_an_engine_on_the_token_server_names_the_service_model() -> None:
+    # `engine` exists, for continuous_batching only: "unknown key, check the spelling" misleads
+    raw = {
+        "name": "t",
+        "tenants": [
+            {
+                "id": "a",
+                "arrivals": {"kind": "periodic", "interval_ms": 1, "count": 1},
+                "prefill_tokens": 1,
+                "decode_tokens": 1,
+            }
+        ],
+        "cluster": {"service_model": "token_server", "engine": "vllm"},
+    }
+    with pytest.raises(InputError) as info:
+        validate(raw, "t")
+    assert "cluster.engine" in str(info.value) and "continuous_batching" in str(info.value)
