@@ -242,6 +242,31 @@ class ContinuousBatchingConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _one_front_end(self) -> ContinuousBatchingConfig:
+        # `frontend` (given, or an engine's API server) replaces the latency model's fixed
+        # front-end delays: fixed delays changed beside it would be ignored without a word (a
+        # changed value, not a set one: a checked or dumped scenario states every default)
+        if self.frontend is None:
+            return self
+        fixed = ("frontend_before_ms", "frontend_after_ms")
+        fields = type(self.latency_model).model_fields
+        given = [
+            f"latency_model.{k}"
+            for k in fixed
+            if k in fields and getattr(self.latency_model, k) != fields[k].default
+        ]
+        for gpu, overrides in self.gpu_overrides.items():
+            given += [
+                f"gpu_overrides.{gpu}.{k}" for k in fixed if getattr(overrides, k) is not None
+            ]
+        if given:
+            raise ValueError(
+                f"{given[0]}: not used with an API server (cluster.frontend, or the one "
+                "cluster.engine sets); state the front end in cluster.frontend, or drop the engine"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _scale_needs_efficiencies(self) -> ContinuousBatchingConfig:
         if self.efficiency_scale != 1 and self.latency_model.kind != "roofline":
             raise ValueError(

@@ -38,7 +38,7 @@ TRTLLM_BATCHING = (8192, 2048)
 # told, and per-request CPU time derived from published low-load and short-request runs.
 VLLM_FRONTEND = {"processes": 1, "per_request_ms": 26.9}
 SGLANG_FRONTEND = {"processes": 1, "per_request_ms": 7.6}
-TRTLLM_FRONTEND = {"processes": 1, "per_request_ms": 33.0}
+TRTLLM_FRONTEND = {"processes": 1, "per_request_ms": 31.0}
 # Offline runs (vLLM's LLM class, trtllm-bench, SGLang's offline engine) have no HTTP server.
 OFFLINE_FRONTEND = {"processes": 1, "per_request_ms": 0.0}
 

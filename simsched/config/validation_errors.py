@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from simsched.config.batching import ContinuousBatchingConfig
 from simsched.config.cluster import SERVICE_MODEL_TAGS
 from simsched.config.field_names import field_names
 from simsched.config.specs import UNION_TAGS
@@ -87,6 +88,11 @@ def _unknown_key(error: Any, model: type | None = None) -> str:
         return (
             "not a setting of the continuous_batching model: it takes num_gpu_blocks (KV blocks "
             "per replica), or works them out from gpu, model and gpu_memory_utilization"
+        )
+    if error["loc"][-2:-1] == ("token_server",) and key in ContinuousBatchingConfig.model_fields:
+        return (
+            "a setting of the continuous_batching service model only; this cluster's "
+            "service_model is token_server"
         )
     # Only a close match is suggested: first among the required keys left missing beside it,
     # then among every key the model takes there (a misspelt optional key misses nothing).

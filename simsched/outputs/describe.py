@@ -65,11 +65,12 @@ def _source(tenant, scenario: Scenario) -> str:
 def _engine_line(cluster: Any) -> str:
     engine, frontend = cluster.engine, cluster.frontend
     use = "offline" if engine.offline else "served"
-    api = (
-        f"API server {frontend.processes} x {frontend.per_request_ms:g} ms/request"
-        if frontend is not None
-        else "fixed front-end delays"
-    )
+    if frontend is None:
+        api = "fixed front-end delays"
+    elif frontend.costs_nothing:  # offline: the front end is no delay at all (frontend.py)
+        api = "no API server (no front-end time)"
+    else:
+        api = f"API server {frontend.processes} x {frontend.per_request_ms:g} ms/request"
     return (
         f"{engine.name} ({use}), {cluster.max_num_batched_tokens} batched tokens, "
         f"{cluster.max_num_seqs} sequences, CPU time {cluster.cpu_time or 'serial'}, "

@@ -188,4 +188,50 @@ def test_validate_shows_what_the_profile_chose(monkeypatch, capsys) -> None:
     assert exit_info.value.code in (0, None)
     # the file's own 2048 / 256 win over TensorRT-LLM's 8192 / 2048
     assert "engine: trtllm (served), 2048 batched tokens, 256 sequences, CPU time overlap" in out
-    assert "guaranteed_no_evict, API server 1 x 33 ms/request" in out
+    assert "guaranteed_no_evict, API server 1 x 31 ms/request" in out
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"engine": "vllm"}, "latency_model.frontend_before_ms"),
+        ({"frontend": {"processes": 2}}, "latency_model.frontend_before_ms"),
+        ({"engine": {"name": "trtllm", "offline": True}}, "latency_model.frontend_before_ms"),
+    ],
+)
+def test_fixed_front_end_delays_beside_an_api_server_are_refused(settings, field) -> None:
+    # the API server replaces the fixed delays: stated beside it they would be ignored silently
+    latency = {"kind": "roofline", "frontend_before_ms": 500.0}
+    with pytest.raises(InputError) as info:
+        cluster_of(latency_model=latency, **settings)
+    assert field in str(info.value) and "cluster.frontend" in str(info.value)
+    assert cluster_of(latency_model=latency).latency_model.frontend_before_ms == 500.0
+
+
+def test_validate_says_an_offline_engine_has_no_api_server(monkeypatch, capsys) -> None:
+    setting = "cluster.engine={name: vllm, offline: true}"
+    monkeypatch.setattr(sys, "argv", ["simsched", "validate", str(BATCHING), "--set", setting])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    out = capsys.readouterr().out
+    assert exit_info.value.code in (0, None)
+    assert "admit_then_preempt, no API server (no front-end time)" in out
+
+
+def test_an_engine_on_the_token_server_names_the_service_model() -> None:
+    # `engine` exists, for continuous_batching only: "unknown key, check the spelling" misleads
+    raw = {
+        "name": "t",
+        "tenants": [
+            {
+                "id": "a",
+                "arrivals": {"kind": "periodic", "interval_ms": 1, "count": 1},
+                "prefill_tokens": 1,
+                "decode_tokens": 1,
+            }
+        ],
+        "cluster": {"service_model": "token_server", "engine": "vllm"},
+    }
+    with pytest.raises(InputError) as info:
+        validate(raw, "t")
+    assert "cluster.engine" in str(info.value) and "continuous_batching" in str(info.value)

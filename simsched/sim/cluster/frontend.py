@@ -9,10 +9,11 @@ served, each job going to the process free soonest. A request's inbound job (tok
 template) takes `per_request_ms + per_input_token_us * prompt / 1000` and ends when the request
 reaches the engine's waiting queue; its outbound job (detokenise, stream) takes
 `per_output_token_us * output / 1000`, queued when the engine emits the last token, and ends when
-the client has the response. With `c` processes free at `f_1 <= ... <= f_c`, a job arriving at
-`a` with service `s` starts at `max(a, f_1)` and ends `s` later. Jobs arrive in simulated-time
-order, so assigning each at its arrival is exactly FIFO. The first token is recorded when the
-engine emits it (its streaming cost is in the outbound job).
+the client has the response; with `per_output_token_us` 0 there is no outbound job (a job of no
+work does not wait behind the inbound queue). With `c` processes free at `f_1 <= ... <= f_c`,
+a job arriving at `a` with service `s` starts at `max(a, f_1)` and ends `s` later. Jobs arrive
+in simulated-time order, so assigning each at its arrival is exactly FIFO. The first token is
+recorded when the engine emits it (its streaming cost is in the outbound job).
 """
 
 from __future__ import annotations
@@ -90,7 +91,10 @@ class ApiServer:
         return engine_ms
 
     def respond(self, request: Request, engine_ms: float) -> float:
-        return self.serve(engine_ms, self.output_ms * max(1, request.decode_tokens))
+        service = self.output_ms * max(1, request.decode_tokens)
+        if service == 0:  # no outbound work (the profiles' default): nothing to queue behind
+            return engine_ms
+        return self.serve(engine_ms, service)
 
 
 def build_frontend(env: simpy.Environment, config: Any, latency: Any) -> FrontEnd:

@@ -92,8 +92,9 @@ def test_short_requests_sent_at_once_saturate_the_api_server(processes: int) -> 
     scenario = burst(40, frontend)
     recorder = run_variant(scenario, build_workload(scenario)).recorder
     arrivals = build_workload(scenario).arrival_ms
-    # the i-th request (0-based) leaves the API server at floor(i / processes) * 25 ms after the
-    # first arrival (they all arrive within 0.004 ms; a process takes the next at once)
+    # the i-th request (0-based) leaves the API server at (floor(i / processes) + 1) * 25 ms after
+    # the first arrival (they all arrive within 0.004 ms; a process takes the next at once), so
+    # the last (i = 39) at 40 / processes * 25
     last_delivery = (40 // processes) * 25.0
     assert max(recorder.finish_ms) - float(arrivals.min()) == pytest.approx(
         last_delivery + 0.5 + 4.0, abs=0.01
@@ -179,7 +180,9 @@ def test_multi_step_pays_the_cpu_once_per_k_steps_on_the_roofline() -> None:
 
 
 def test_overlap_hides_the_cpu_under_a_long_gpu_step() -> None:
-    config = roofline_cluster(engine="trtllm")
+    # SGLang keeps the roofline's CPU costs (TensorRT-LLM's are 0, which would hide nothing)
+    config = roofline_cluster(engine="sglang")
+    assert config.latency_model.overhead_ms > 0
     engine = build_engine_latency(config)
     gpu = build_engine_latency(
         roofline_cluster(
@@ -242,3 +245,14 @@ def test_no_evict_never_preempts_where_admit_then_preempt_thrashes(make_scenario
     first_two_done = 100.5 + 40 * 4.0
     assert sorted(recorder.finish_ms)[:2] == [first_two_done, first_two_done]
     assert sorted(recorder.first_token_ms)[2] == first_two_done + 4.0
+
+
+def test_a_response_without_outbound_work_does_not_wait_for_the_inbound_queue() -> None:
+    # 40 one-token requests through one process at 25 ms each, no per-output-token cost: request
+    # i reaches the engine at (i + 1) * 25 and its only token ends 0.5 + 4 ms later; its response
+    # is complete then, not after the 40 inbound jobs queued at once (1000 ms)
+    scenario = burst(40, {"processes": 1, "per_request_ms": 25.0})
+    recorder = run_variant(scenario, build_workload(scenario)).recorder
+    arrival = float(build_workload(scenario).arrival_ms.min())
+    assert list(recorder.finish_ms) == list(recorder.first_token_ms)
+    assert min(recorder.finish_ms) - arrival == pytest.approx(25.0 + 0.5 + 4.0, abs=0.01)
