@@ -17,7 +17,7 @@ from simsched.config.router import router_warning
 from simsched.outputs.moe_notes import moe_notes
 from simsched.outputs.provisioned_table import autoscaled_variants
 from simsched.results.backlog import had_backlog
-from simsched.results.frames import SimulationResult
+from simsched.results.frames import SimulationResult, admitted
 from simsched.results.utilisation import SKEW_LIMIT, skewed
 
 LISTED = 4  # replicas shown one by one; more show as lowest..highest
@@ -101,11 +101,32 @@ def table_notes(result: SimulationResult) -> list[str]:
                 f"{usage['request_skew']:.2f}x the mean of requests (more than {SKEW_LIMIT:g}x); "
                 "its latency is the busiest replica's"
             )
+    notes += _admitted_only_note(result)
     if _policy_only(result, resolved) and not any(
         had_backlog(result.requests[result.requests["variant"] == v]) for v in result.variants
     ):
         notes.append(f"{NO_BACKLOG} (requests of two tenants never waited at once)")
     return notes
+
+
+def _admitted_only_note(result: SimulationResult) -> list[str]:
+    """Where some variant shed: latency and SLO rows describe the admitted requests only, so a
+    policy that sheds more can look faster; say how much each variant shed."""
+    shed = {}
+    for variant in result.variants:
+        rows = result.requests[result.requests["variant"] == variant]
+        if len(rows) and not admitted(rows).all():
+            shed[variant] = 1 - admitted(rows).mean()
+    if not shed:
+        return []
+    shares = ", ".join(
+        f"{_who(result, v).removeprefix('variant ').removesuffix(': ')} {share:.1%}".strip()
+        for v, share in shed.items()
+    )
+    return [
+        "TTFT, TPOT, goodput and SLO rows cover admitted requests only; shed requests (429/503) "
+        f"have no latency and count in the shed rows (shed: {shares})"
+    ]
 
 
 def _router_notes(result: SimulationResult, resolved: dict[str, Any]) -> list[str]:

@@ -46,3 +46,20 @@ def test_a_class_without_admitted_requests_shows_a_dash(make_scenario) -> None:
     table = comparison_table(result)
     assert cells(table, "p99 TTFT ms, batch") == [["-"]]
     assert cells(table, "p99 TTFT ms, interactive")[0] != ["-"]
+
+
+def test_latency_rows_say_they_cover_admitted_requests_when_some_were_shed(make_scenario) -> None:
+    from simsched.outputs.cluster_table import table_notes
+
+    # tenant a's bucket holds 50 service tokens; each of its (batch) requests costs at least its
+    # 100 prompt tokens, so both of a's requests are shed and b's one is served: 2 of 3 = 66.7%
+    quota = {"burst_service_tokens": 50, "sustained_service_tokens_per_sec": 1}
+    tenants = [{"id": "a", "priority": "batch", "quota": quota}, TENANTS[1]]
+    result = simulate(make_scenario(ROWS, tenants))
+    note = [n for n in table_notes(result) if "admitted requests only" in n]
+    assert note == [
+        "TTFT, TPOT, goodput and SLO rows cover admitted requests only; shed requests (429/503) "
+        "have no latency and count in the shed rows (shed: 66.7%)"
+    ]
+    served = simulate(make_scenario(ROWS, TENANTS))
+    assert not [n for n in table_notes(served) if "admitted requests only" in n]
