@@ -46,10 +46,16 @@ class PrefillReplica(Replica):
             return
         self.prefilling.remove(seq)
         seq.generated = 1
-        self.recorder.first_token(seq.request, end + self.before_ms)
+        self.recorder.first_token(seq.request, self.frontend.first_token_ms(end))
         del self.running[seq.request.seq]  # leaves the batch; its blocks stay held
         self.held += 1
         self.handoff(self, seq, end)
+
+    @property
+    def before_ms(self) -> float:
+        """What the API server adds to the first token (FixedDelays' before_ms; a queueing
+        `cluster.frontend` adds nothing there): the decode side shifts its instants by it."""
+        return self.frontend.first_token_ms(0.0)
 
     def release(self, seq: Seq) -> None:
         """The transfer is over: the prompt's blocks go (a prefix cache keeps what it shares),
@@ -126,7 +132,12 @@ class DecodeReplica(Replica):
         self.kv.finish(seq, blocks)
         del self.running[seq.request.seq]
         front = self.front_ms.pop(seq.request.seq)
-        self.recorder.finished(seq.request, end + front + self.latency.after_ms)
+        # the decode pool's API server answers: its time after the last token (a queueing
+        # `cluster.frontend` serves the output there); its time before the first token was
+        # the prefill pool's, already in `front`
+        shifted = end + front
+        last = self.frontend.respond(seq.request, shifted) - self.frontend.first_token_ms(0.0)
+        self.recorder.finished(seq.request, last)
 
     def _stalled(self) -> None:
         # Blocks booked for transfers belong to no running sequence, so a preempted one may not
