@@ -235,3 +235,12 @@ def test_bad_layouts_are_one_line_errors(cluster, tenant, message):
         one_request(10, 2, cluster, **tenant)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_a_tenant_model_on_a_cluster_without_one_is_an_error():
+    # a token server names no model: a tenant's model would be silently ignored
+    token_server = {"service_model": "token_server"}
+    with pytest.raises(InputError) as caught:
+        one_request(10, 2, token_server, model="llama-3-70b")
+    assert "model: the cluster serves no named model" in str(caught.value)
+    assert "\n" not in str(caught.value)
