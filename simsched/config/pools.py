@@ -159,6 +159,8 @@ def check_tenant_pools(cluster: Any, tenants: list[Any]) -> None:
     for index, tenant in enumerate(tenants):
         where = f"tenants[{index}] ({tenant.id})"
         model = tenant.model
+        if model is not None and models is None:  # a token_server names no model
+            raise ValueError(f"{where}: model: the cluster serves no named model")
         if model is not None and models is not None and model not in models:
             raise ValueError(f"{where}: model {model!r} is served by no pool (known: {models})")
         if model is None and models is not None and len(models) > 1:

@@ -51,6 +51,12 @@ class PrefillReplica(Replica):
         self.held += 1
         self.handoff(self, seq, end)
 
+    @property
+    def before_ms(self) -> float:
+        """What the API server adds to the first token (FixedDelays' before_ms; a queueing
+        `cluster.frontend` adds nothing there): the decode side shifts its instants by it."""
+        return self.frontend.first_token_ms(0.0)
+
     def release(self, seq: Seq) -> None:
         """The transfer is over: the prompt's blocks go (a prefix cache keeps what it shares),
         and a replica idle for want of them starts again."""
@@ -125,13 +131,13 @@ class DecodeReplica(Replica):
     def _finish(self, seq: Seq, blocks: int, end: float) -> None:
         self.kv.finish(seq, blocks)
         del self.running[seq.request.seq]
-        # the prefill side's front-end shift (fixed delays: its before_ms), then this side's
-        # response: fixed delays add only their after_ms; an API server queues the output
         front = self.front_ms.pop(seq.request.seq)
-        own_shift = self.frontend.first_token_ms(0.0)
-        self.recorder.finished(
-            seq.request, self.frontend.respond(seq.request, end + front) - own_shift
-        )
+        # the decode pool's API server answers: its time after the last token (a queueing
+        # `cluster.frontend` serves the output there); its time before the first token was
+        # the prefill pool's, already in `front`
+        shifted = end + front
+        last = self.frontend.respond(seq.request, shifted) - self.frontend.first_token_ms(0.0)
+        self.recorder.finished(seq.request, last)
 
     def _stalled(self) -> None:
         # Blocks booked for transfers belong to no running sequence, so a preempted one may not

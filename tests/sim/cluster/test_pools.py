@@ -104,6 +104,27 @@ def test_a_lone_pd_request_is_timed_by_the_prefill_iteration_and_the_link(
     assert model.kv_blocks_in_use() == 0
 
 
+def test_a_pd_request_passes_the_prefill_api_server_in_and_the_decode_one_out(monkeypatch):
+    # cluster.frontend in each pool: the request waits per_request_ms + per_input_token_us per
+    # prompt token before the prefill engine, and the decode pool's server streams the answer
+    # (per_output_token_us per output token) after the last token
+    prompt, answer, request_ms, in_us, out_us = 200, 4, 3.0, 10.0, 500.0
+    frontend = {"processes": 1, "per_request_ms": request_ms, "per_input_token_us": in_us,
+                "per_output_token_us": out_us}  # fmt: skip
+    cluster = {
+        "pools": [pool("p", "prefill", frontend=frontend), pool("d", "decode", frontend=frontend)],
+        "kv_transfer": {"gbps": 100.0, "latency_ms": 0.0},
+    }
+    run, model, _ = run_watched(one_request(prompt, answer, cluster), monkeypatch)
+    enter = request_ms + in_us * prompt / 1000
+    prefill_end = enter + BASE + PREFILL * prompt
+    assert run.recorder.first_token_ms[0] == prefill_end
+    end = prefill_end + prompt * KV_BYTES_PER_TOKEN * 8 / (100.0 * 1e6)
+    for k in range(1, answer):
+        end = end + (BASE + DECODE * 1 + ATTENTION * (prompt + k) / 1000)
+    assert run.recorder.finish_ms[0] == end + out_us * answer / 1000
+
+
 def test_a_one_token_answer_never_leaves_the_prefill_replica(monkeypatch):
     cluster = {"pools": [pool("p", "prefill"), pool("d", "decode")]}
     run, model, _ = run_watched(one_request(100, 1, cluster), monkeypatch)
@@ -213,4 +234,13 @@ def test_bad_layouts_are_one_line_errors(cluster, tenant, message):
     with pytest.raises(InputError) as caught:
         one_request(10, 2, cluster, **tenant)
     assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_tenant_model_on_a_cluster_without_one_is_an_error():
+    # a token server names no model: a tenant's model would be silently ignored
+    token_server = {"service_model": "token_server"}
+    with pytest.raises(InputError) as caught:
+        one_request(10, 2, token_server, model="llama-3-70b")
+    assert "model: the cluster serves no named model" in str(caught.value)
     assert "\n" not in str(caught.value)
