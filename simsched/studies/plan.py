@@ -158,9 +158,12 @@ def plan(
         _search(searches, spec, runner, slots, fleet.probes, on_probe, check)
         _finish(searches, len(spec.seeds))
         prices: dict[str, str] = {}
+        provisioned: list[str] = []  # the answers priced by what they provisioned
         for result in plans:
             if result.answer is not None:
-                result.gpus, result.cost_per_hour = _cost(source, result, result.answer, prices)
+                result.gpus, result.cost_per_hour = _cost(
+                    source, result, result.answer, prices, provisioned
+                )
         fleet.choose()
         if headroom and fleet.best is not None and not maximize and knob != HEADROOM_KNOB:
             # closed-loop clients set their own pace: no load_scale applies, so say so instead
@@ -174,6 +177,12 @@ def plan(
     fleet.notes += rule_notes(fleet) + fleet_notes(fleet)
     if prices:
         fleet.notes.append(f"prices per GPU-hour: {', '.join(prices.values())}")
+    if provisioned:
+        fleet.notes.append(
+            "autoscaled (cluster.autoscale): $/hour is the GPU-hours provisioned in one run at "
+            "the answer (the scenario's seed) over the run's hours, times the price; GPUs is the "
+            "count it starts with"
+        )
     fleet.notes += runner_up_notes(fleet, tie_margin)
     fleet.choice = runner_up_document(fleet, tie_margin)
     if fleet.headroom is not None:
@@ -273,15 +282,22 @@ def _check_ends(
 
 
 def _cost(
-    source: _Source, result: PlanResult, value: Number, prices: dict[str, str] | None = None
+    source: _Source,
+    result: PlanResult,
+    value: Number,
+    prices: dict[str, str] | None = None,
+    provisioned: list[str] | None = None,
 ) -> tuple[int | None, float | None]:
-    """(GPUs, $/hour) at `value`; `prices` collects each GPU's price and where it came from."""
+    """(GPUs, $/hour) at `value`; `prices` collects each GPU's price and where it came from,
+    `provisioned` the combinations priced by what an autoscaler provisioned."""
     scenario = source.load_at(result.combo, result.knob, value, "--vary")
     resolved = dict(resolve_variants(scenario, source.label))[result.variant]
     cluster = resolved.cluster
     gpus, cost = fleet_cost(cluster)
     if autoscaled(resolved) and prices is not None:  # what it provisioned, from a run
         cost = provisioned_cost_per_hour(scenario, result.variant, resolved)
+        if provisioned is not None:
+            provisioned.append(shown(result.combo) or result.variant)
     if gpus is not None and prices is not None:
         for priced in getattr(cluster, "pools", [cluster]):  # cluster.pools: each pool's GPU
             price, origin = gpu_price(priced)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from simsched.outputs.provisioned_table import autoscaled_variants
 from simsched.results.simulate import simulate
 from simsched.results.utilisation import SKEW_LIMIT, skewed
 from simsched.studies.fleet import FleetPlan
@@ -30,7 +31,13 @@ def answer_utilisation(
         f"{total['mean_running']:.1f} sequences running, {total['kv_held_share']:.0%} of KV held;"
         f" requests per replica {counts} (max/mean {usage['request_skew']:.2f})"
     ]
-    if skewed(usage):
+    if fleet.variant in autoscaled_variants(result):
+        # slots that were off count 0 requests: their spread is the autoscaler's, not the router's
+        notes.append(
+            "autoscaled: the per-replica figures are over replica slots that served only part "
+            "of the run, each over the whole run; the cost is over the time each was paid for"
+        )
+    elif skewed(usage):
         notes.append(
             f"load is skewed across replicas at the answer (max/mean above {SKEW_LIMIT:g}): "
             "the router concentrates requests; the busiest replica sets the latency"

@@ -63,3 +63,7 @@ def test_cost_is_the_provisioned_gpu_hours_per_hour_of_the_run(tmp_path: Path) -
     assert best.cost_per_hour < best.answer * price
     for other in result.plans:
         assert other.cost_per_hour is None or best.cost_per_hour <= other.cost_per_hour
+    # and the plan says how it priced it
+    assert any("GPU-hours provisioned" in note for note in result.notes)
+    # slots that never served count no request: that is no router skew
+    assert not any("load is skewed" in note for note in result.notes)

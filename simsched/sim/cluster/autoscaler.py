@@ -90,7 +90,7 @@ class Autoscaler:
 
     def _done(self) -> bool:
         """Every request is done (or nothing else could happen: a stalled run ends too)."""
-        idle = not any(replica.busy for replica in self.group.replicas)
+        idle = not any(replica.holds_work() for replica in self.group.replicas)
         done = self.feed.next_arrival_ms is None and self.lanes.total_size() == 0 and idle
         return done or self.env.peek() == math.inf
 

@@ -127,10 +127,14 @@ class Replica:
         batch = self.batch_tokens if self.busy else 0
         return (len(self.running), len(self.waiting), self.blocks_in_use(), self.capacity, batch)
 
+    def holds_work(self) -> bool:
+        """A request runs or waits here, or is in the API server's inbound stage on its way."""
+        return self.busy or self.frontend.entering > 0
+
     def fresh_memory(self) -> None:
         """An empty KV memory, as a newly started engine has (an autoscaler reusing this slot
         for a new replica); only while the replica holds nothing."""
-        if self.busy:
+        if self.holds_work():
             raise RuntimeError(f"simulation bug: replica {self.index} restarted while busy")
         self.kv = build_kv_memory(self.env, self.capacity, self.config, self.recorder)
         self.blocks_in_use = self.kv.in_use

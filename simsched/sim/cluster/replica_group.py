@@ -187,11 +187,11 @@ class AutoscaledGroup:
         replica = max(self.serving, key=lambda r: (self._since[r.index] or 0.0, r.index))
         self.serving.remove(replica)
         self.state[replica.index] = DRAINING
-        if not replica.busy:
+        if not replica.holds_work():  # a request in its API server's inbound stage counts
             self._off(replica.index)
 
     def _idle(self, replica: Any) -> None:
-        if self.state[replica.index] == DRAINING:
+        if self.state[replica.index] == DRAINING and not replica.holds_work():
             self._off(replica.index)
             self._changed()
 

@@ -180,6 +180,40 @@ def test_no_request_is_placed_on_a_cold_or_draining_replica(
     assert (result.requests["status_code"] == 200).all()  # every request was served
 
 
+def _entering_only_on_provisioned_slots(cluster: ContinuousBatching) -> None:
+    """Every replica checks, as a request leaves its API server, that its slot is still up."""
+    group = cluster.group
+    for replica in cluster.replicas:
+        deliver = replica._enter
+
+        def checked(request, replica=replica, deliver=deliver) -> None:
+            state = group.state[replica.index]
+            assert state in ("serving", "draining"), f"a request reached an {state} replica"
+            deliver(request)
+
+        replica._enter = checked
+
+
+def test_a_draining_replica_waits_for_requests_still_in_its_api_server() -> None:
+    # With `cluster.frontend`, a routed request spends a while in the replica's API server
+    # before the engine sees it (the replica is not yet busy). Scaling down must drain that
+    # replica, not turn it off: the request would run on a slot no longer paid for.
+    spec = {**QUEUE, "target": 2.0, "interval_s": 0.25, "scale_up_delay_s": 0.3,
+            "scale_down_cooldown_s": 0.0}  # fmt: skip
+    raw = scenario(spec, heavy=1500, decode=40).model_dump(mode="python", exclude_unset=True)
+    raw["cluster"]["frontend"] = {"processes": 1, "per_request_ms": 2.0,
+                                  "per_input_token_us": 20}  # fmt: skip
+    original = ContinuousBatching.__init__
+
+    def init(self, *args, **kwargs) -> None:
+        original(self, *args, **kwargs)
+        _entering_only_on_provisioned_slots(self)
+
+    with patch.object(ContinuousBatching, "__init__", init):
+        result = simulate(validate(raw, "frontend.yaml"))
+    assert (result.requests["status_code"] == 200).all()
+
+
 def test_the_hpa_formula_with_its_tolerance_and_bounds() -> None:
     spec = AutoscaleSpec(min=2, max=10, metric="running", target=4.0, tolerance=0.1)
     decision = ScaleDecision(spec)
@@ -236,6 +270,9 @@ class FakeReplica:
     def __init__(self, index: int) -> None:
         self.index, self.capacity, self.busy = index, 10, False
         self.on_idle = lambda: None
+
+    def holds_work(self) -> bool:
+        return self.busy
 
     def fresh_memory(self) -> None:
         assert not self.busy
