@@ -111,12 +111,10 @@ def scenario_report(data: ScenarioData, folder: Path) -> None:
         plots.append(prefix_hit_rates(data, folder))
     if has_chargeback(data):  # some variant has a `chargeback` section
         plots.append(cost_per_tenant(data, folder))
-    tables = [*per_tenant_tables(data.tenants), *utilisation_tables(data.utilisation)]
-    tables += chargeback_tables(data.chargeback)
     if data.provisioned:  # some variant autoscales
         plots.append(replicas_over_time(data, folder))
     tables = [*per_tenant_tables(data.tenants), *utilisation_tables(data.utilisation)]
-    tables += provisioned_table(data.provisioned)
+    tables += chargeback_tables(data.chargeback) + provisioned_table(data.provisioned)
     if shed is None:  # no empty plot: a sentence says it
         tables.append(("No request was shed", pd.DataFrame()))
     notes = [f"note: {note}" for note in data.notes]  # what the console table says under it
