@@ -90,6 +90,8 @@ def chargeback_problem(spec: ChargebackSpec | None, cluster: Any) -> str | None:
 
     if spec is None:
         return None
+    if getattr(cluster, "pools", None) is not None:
+        return "chargeback does not cover cluster.pools yet: charge a single-pool cluster"
     if getattr(cluster, "service_model", None) != "continuous_batching":
         return "chargeback needs cluster.service_model: continuous_batching (GPUs to charge for)"
     unsplit = _unsplit_mechanism(cluster)

@@ -234,6 +234,16 @@ class Scenario(Model):
                 f"cluster.replicas ({replicas:,}) exceeds limits.max_replicas ({most:,}); "
                 "raise that limit if the machine can simulate them"
             )
+        autoscale = getattr(self.cluster, "autoscale", None)
+        # an autoscaler builds 2 x max - min replica slots up front (sim/cluster/replica_group.py:
+        # a draining slot and its replacement may coexist), each with its memory
+        slots = 2 * autoscale.max - autoscale.min if autoscale is not None else 0
+        if slots > most:
+            raise ValueError(
+                f"cluster.autoscale.max ({autoscale.max:,}) needs {slots:,} replica slots, more "
+                f"than limits.max_replicas ({most:,}); raise that limit if the machine can "
+                "simulate them"
+            )
         return self
 
     @model_validator(mode="after")

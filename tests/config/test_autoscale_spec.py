@@ -38,3 +38,15 @@ def test_a_bad_autoscale_setting_is_one_line(monkeypatch, capsys, setting, field
     assert exit_info.value.code == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert str(DAY) in err and field in err and words in err
+
+
+def test_an_autoscaler_beyond_the_replica_limit_is_refused_before_it_builds_slots() -> None:
+    # max 3000, min 1: 2 x 3000 - 1 = 5999 slots, over the default limit of 4096 replicas
+    from simsched.config.loading import load_scenario
+    from simsched.errors import InputError
+
+    spec = "{min: 1, max: 3000, metric: running, target: 20, interval_s: 15, scale_up_delay_s: 5}"
+    with pytest.raises(InputError, match=r"needs 5,999 replica slots, more than limits"):
+        load_scenario(
+            REPO / "scenarios" / "noisy_neighbor_batching.yaml", [f"cluster.autoscale={spec}"]
+        )
