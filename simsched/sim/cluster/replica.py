@@ -260,8 +260,6 @@ class Replica:
         seq = self.running.pop(next(reversed(self.running)))
         if seq.finish >= 0:
             blocks = self.decoding.blocks_held(seq, it - 1)
-            # what it emitted while decoding: the recompute covers them, decoding resumes after
-            seq.generated = self.decoding.tokens(seq, it) - seq.prefill
             self.decoding.remove(seq)
         else:
             blocks = seq.blocks

@@ -118,10 +118,6 @@ class DecodeSet:
         """Tokens the decodes put through the model in an iteration: one each."""
         return self.count
 
-    def tokens(self, seq: Seq, it: int) -> int:
-        """Tokens of `seq` during iteration `it`: its prompt and every token emitted before it."""
-        return it + seq.off
-
     def blocks_held(self, seq: Seq, it: int) -> int:
         """Blocks `seq` holds once iteration `it` has run: ceil((it + off) / block_size)."""
         return ceil_div(it + seq.off, self.block_size)
