@@ -186,11 +186,7 @@ def test_chargeback_in_files(tmp_path, monkeypatch, capsys) -> None:
     header = (tmp_path / "out" / "tenants.csv").read_text().splitlines()[0].split(",")
     assert header[-len(COLUMNS) :] == COLUMNS
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert (
-        set(summary["chargeback"])
-        == {v["name"] for v in raw["variants"]} | {"request_count_no_admission"}
-        or summary["chargeback"]
-    )
+    assert set(summary["chargeback"]) == {v["name"] for v in raw["variants"]}
     assert np.isfinite(summary["chargeback"][next(iter(summary["chargeback"]))]["energy_joules"])
 
 

@@ -115,7 +115,6 @@ def scenario_report(data: ScenarioData, folder: Path) -> None:
     tables += chargeback_tables(data.chargeback)
     if data.provisioned:  # some variant autoscales
         plots.append(replicas_over_time(data, folder))
-    tables = [*per_tenant_tables(data.tenants), *utilisation_tables(data.utilisation)]
     tables += provisioned_table(data.provisioned)
     if shed is None:  # no empty plot: a sentence says it
         tables.append(("No request was shed", pd.DataFrame()))
