@@ -141,6 +141,7 @@ def run_main(monkeypatch, capsys, *args: str):
     ("file", "sets", "expected"),
     [
         ("noisy_neighbor.yaml", ["chargeback={}"], "continuous_batching"),
+        ("mixed_fleet.yaml", ["chargeback={power: {idle_watts: 80}}"], "cluster.pools"),
         (
             "noisy_neighbor_batching.yaml",
             ["chargeback={}", "cluster.gpu=a100-80gb"],
