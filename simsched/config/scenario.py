@@ -217,6 +217,8 @@ class Scenario(Model):
         unknown = sorted(set(flow.priorities) - known) if flow is not None else []
         if unknown:
             raise ValueError(f"flow_control.priorities: unknown tenant {unknown[0]!r}")
+        if flow is not None:
+            _check_band_priorities(flow, self.tenant_ids())
         return self
 
     @model_validator(mode="after")
@@ -304,3 +306,19 @@ def _reject_duplicates(names: list[str], what: str) -> None:
         if name in seen:
             raise ValueError(f"duplicate {what} {name!r}")
         seen.add(name)
+
+
+def _check_band_priorities(flow: Any, tenant_ids: list[str]) -> None:
+    """`bands[].priority` and `band_selection.weights` name a priority some flow has: a limit or
+    weight for a band no tenant is in would never apply (a silent typo)."""
+    from simsched.config.classes import CLASS_NAMES
+    from simsched.config.flow_control import CRITICALITY
+
+    given = [flow.flow_priority(t, name) for t in tenant_ids for name in CLASS_NAMES]
+    known = {CRITICALITY[g] if isinstance(g, str) else g for g in given}
+    named = [("flow_control.bands", band.priority) for band in flow.bands]
+    named += [("flow_control.band_selection.weights", p) for p in flow.band_selection.weights]
+    for field, priority in named:
+        if priority not in known:
+            bands = ", ".join(str(p) for p in sorted(known, reverse=True))
+            raise ValueError(f"{field}: no flow has priority {priority} (the bands are {bands})")

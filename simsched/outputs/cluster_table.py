@@ -102,6 +102,7 @@ def table_notes(result: SimulationResult) -> list[str]:
                 "its latency is the busiest replica's"
             )
     notes += _admitted_only_note(result)
+    notes += _unused_policy_notes(result, resolved)
     if _policy_only(result, resolved) and not any(
         had_backlog(result.requests[result.requests["variant"] == v]) for v in result.variants
     ):
@@ -135,6 +136,22 @@ def _router_notes(result: SimulationResult, resolved: dict[str, Any]) -> list[st
     if len(texts) == 1 and all(found.values()):  # every variant: one note
         return [texts.pop()]
     return [f"variant {v}: {text}" for v, text in found.items() if text]
+
+
+def _unused_policy_notes(result: SimulationResult, resolved: dict[str, Any]) -> list[str]:
+    """Variants that set different `scheduler.policy` values where flow control's fairness
+    policy, not the scheduler's, picks the flow: the difference does nothing."""
+    unused = [
+        v
+        for v in result.variants
+        if resolved[v].flow_control is not None and resolved[v].flow_control.fairness != "scheduler"
+    ]
+    if len({resolved[v].scheduler.policy for v in unused}) < 2:
+        return []
+    return [
+        f"scheduler.policy differs between variants {', '.join(unused)} but none uses it: "
+        "flow_control.fairness picks the flow there (set it to `scheduler` to use the policy)"
+    ]
 
 
 def _who(result: SimulationResult, variant: str) -> str:

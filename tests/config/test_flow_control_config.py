@@ -23,6 +23,11 @@ NOISY = Path(__file__).resolve().parents[2] / "scenarios" / "noisy_neighbor.yaml
         ("flow_control={request_ttl_ms: -1}", "flow_control.request_ttl_ms"),
         ("flow_control={usage_limit: {min_ceiling: 0.9, max_ceiling: 0.5}}", "min_ceiling"),
         ("flow_control={bands: [{priority: 0}, {priority: 0}]}", "listed twice"),
+        ("flow_control={bands: [{priority: 7, max_requests: 1}]}", "flow_control.bands: no flow"),
+        (
+            "flow_control={band_selection: {policy: wfq, weights: {9: 2}}}",
+            "flow_control.band_selection.weights: no flow has priority 9",
+        ),
     ],
 )
 def test_a_bad_setting_exits_2_naming_it(

@@ -87,3 +87,20 @@ def test_the_report_has_a_utilisation_table_per_replica(tmp_path) -> None:
     [(heading, table)] = utilisation_tables(read_results_folder(tmp_path / "out").utilisation)
     assert heading == HEADING and "cluster" in set(table["replica"])
     assert table.to_html(index=False, na_rep="") in page
+
+
+def test_a_scheduler_policy_flow_control_does_not_use_gets_a_note() -> None:
+    tenant = {"id": "a", "arrivals": {"kind": "periodic", "interval_ms": 10, "count": 3},
+              "prefill_tokens": 10, "decode_tokens": 2}  # fmt: skip
+    raw = {
+        "tenants": [tenant],
+        "flow_control": {"fairness": "las"},
+        "variants": [
+            {"name": "drr", "set": {"scheduler.policy": "service_token_drr"}},
+            {"name": "fifo", "set": {"scheduler.policy": "request_count_fifo"}},
+        ],
+    }
+    table = comparison_table(simulate(validate(raw, "f.yaml")))
+    assert "note: scheduler.policy differs between variants drr, fifo but none uses it" in table
+    raw["flow_control"] = {"fairness": "scheduler"}
+    assert "none uses it" not in comparison_table(simulate(validate(raw, "f.yaml")))

@@ -125,3 +125,35 @@ def test_a_band_byte_limit_rejects_only_its_band() -> None:
     hi = [got[f"hi-00000{i}"][0] for i in range(4)]
     assert hi == ["admitted"] * 4
     assert lo == ["admitted", "admitted", "shed_band_capacity", "shed_band_capacity"]
+
+
+def periodic(name: str, start_ms: float, interval_ms: float, count: int) -> dict:
+    return tenant(name, count) | {
+        "arrivals": {
+            "kind": "periodic",
+            "start_ms": start_ms,
+            "interval_ms": interval_ms,
+            "count": count,
+        }
+    }
+
+
+LAS_TENANTS = [periodic("a", 0, 125, 3), periodic("b", 150, 100, 2)]
+
+
+def test_las_decay_decides_who_goes_first_after_a_gap() -> None:
+    # A request costs LAS 96 + 2 x 1 = 98. a0 runs 0-100 (S_a = 98 at 0); a1 at 125:
+    # S_a = 98 x 2^-1.25 + 98 = 139.20; b0 (arrived 150) at 225: S_b = 98. a2 and b1 arrive at
+    # 250 and wait for 325: S_a = 139.20 x 2^-2 = 34.80 < S_b = 98 x 2^-1 = 49, so a2 goes first.
+    flow = {"fairness": "las", "las": {"half_life_ms": 100}}
+    s = scenario(LAS_TENANTS, flow)
+    assert dispatch_times(s, "a") == [0, 125, 325]
+    assert dispatch_times(s, "b") == [225, 425]
+
+
+def test_las_without_decay_serves_the_tenant_with_less_service_first() -> None:
+    # no decay: at 325 S_a = 196 > S_b = 98, so b1 goes first
+    flow = {"fairness": "las", "las": {"half_life_ms": 0}}
+    s = scenario(LAS_TENANTS, flow)
+    assert dispatch_times(s, "a") == [0, 125, 425]
+    assert dispatch_times(s, "b") == [225, 325]
