@@ -13,6 +13,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Fiel
 from simsched.config.moe import AttentionSpec, MoeSpec, SlidingWindowSpec
 from simsched.config.spec_base import Measure, MeasureOrZero, NonNegativeFloat, Small
 
+MAX_MODEL_PARAMS = 1e15  # a thousand times the largest published model: beyond it, a typo
+
 # The number types of every cluster model, the token server's too.
 
 
@@ -45,7 +47,7 @@ class ModelSpec(Spec):
     """A dense transformer's shape: enough for its weights, its KV cache and its FLOPs."""
 
     name: str = "custom"
-    params: Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)]
+    params: Annotated[float, Field(gt=0, le=MAX_MODEL_PARAMS, allow_inf_nan=False)]
     layers: Small
     hidden_size: Small
     kv_heads: Small

@@ -155,6 +155,13 @@ def from_hf_config(path: str) -> dict[str, Any]:
     vocab = shape["vocab_size"]
     qk_norm = str(raw.get("model_type", "")).startswith("qwen3")
     params = shape_params(layers, hidden, heads, kv_heads, head_dim, ffn, vocab, tied, qk_norm)
+    from simsched.config.hardware import MAX_MODEL_PARAMS  # hardware imports the MoE shapes
+
+    if params > MAX_MODEL_PARAMS:  # name the file's fields, not the setting they computed
+        raise ValueError(
+            f"{path}: its shape (num_hidden_layers, hidden_size, intermediate_size, vocab_size) "
+            f"gives {params:.3g} parameters, more than {MAX_MODEL_PARAMS:g}"
+        )
     model = {
         "name": Path(source).parent.name or "hf_config",
         "params": params,

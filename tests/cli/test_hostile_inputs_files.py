@@ -105,6 +105,13 @@ HF_CASES = [
     ({"hidden_size": 500}, ["hidden_size", "multiple of num_attention_heads"]),
     ({"vocab_size": 2**31}, ["vocab_size"]),
     ({"tie_word_embeddings": "yes"}, ["tie_word_embeddings"]),
+    # each field within its bound, the product not: 1000 layers of a 1,048,576-wide model hold
+    # at least 1000 x 12 x 1,048,576^2 ~ 1.3e16 parameters, over 1e15 (was blamed on
+    # cluster.model.params, a setting the user never wrote)
+    (
+        {"num_hidden_layers": 1000, "hidden_size": 1048576, "intermediate_size": 4194304},
+        ["num_hidden_layers", "hidden_size", "parameters, more than 1e+15"],
+    ),
 ]
 
 
