@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import simsched
+from simsched.errors import InputError
 from simsched.results.backlog_dispersion import backlog_dispersion
 from simsched.sim.recorder import STATUS_OK
 
@@ -97,3 +98,10 @@ def test_backlogged_dispersion_ranks_global_strict_round_robin_and_drr(fairness)
     # tokens a round: the spread is left only to request granularity.
     cv = {name: f["backlogged_service_cv"] for name, f in fairness.items()}
     assert cv["global_strict"] > cv["round_robin"] > cv["drr"]
+
+
+def test_a_window_too_short_for_the_run_is_refused_naming_the_setting() -> None:
+    # the run ends at 4100 ms: windows of 1 microsecond would be 4.1 million
+    with pytest.raises(InputError) as error:
+        backlog_dispersion(FRAME, WEIGHTS, 0.001)
+    assert error.value.where == "fairness.backlog_window_ms"
