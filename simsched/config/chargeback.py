@@ -18,24 +18,39 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Watts = Annotated[float, Field(gt=0, le=100_000, allow_inf_nan=False)]
 
-# Board power (TDP) per GPU preset, watts: NVIDIA datasheets, as collected in the measurements'
-# section 5 (GPU specifications): A100-SXM4-80GB 400 W, H100-SXM5-80GB 700 W, H200-SXM 700 W,
-# B200 (HGX) 1,000 W.
-MAX_WATTS: dict[str, float] = {
-    "a100-80gb": 400.0,
-    "h100-80gb": 700.0,
-    "h200": 700.0,
-    "b200": 1000.0,
+# Board power (TDP, the maximum draw) per GPU preset, watts, from the makers' datasheets.
+MAX_WATTS_SOURCES: dict[str, tuple[float, str]] = {
+    "a100-80gb": (400.0, "NVIDIA A100 datasheet (SXM: 400 W); measurements README section 5"),
+    "a100-40gb": (400.0, "NVIDIA A100 datasheet (SXM: 400 W for the 40 GB and 80 GB parts)"),
+    "h100-80gb": (700.0, "NVIDIA H100 datasheet (SXM: up to 700 W); measurements README sec. 5"),
+    "h100-pcie": (350.0, "NVIDIA H100 PCIe product brief PB-11133-001 (maximum TDP 350 W)"),
+    "h200": (700.0, "NVIDIA H200 datasheet (SXM: up to 700 W); measurements README section 5"),
+    "b200": (1000.0, "NVIDIA HGX B200 spec table (1,000 W a GPU); measurements README sec. 5"),
+    "l40s": (350.0, "NVIDIA L40S datasheet (max power consumption 350 W)"),
+    "mi300x": (750.0, "AMD Instinct MI300X (OAM module, 750 W board power)"),
 }
-# Idle draw, watts: an H200 SXM measured at 80.3 W idle under vLLM with no load (the Alice GPU
-# energy benchmark, api.serialalice.pt/alice-benchmark; secondary). The H200 is the H100's
-# silicon with more and faster HBM (glennklockwood.com/garden/processors/h100, as cited in the
-# measurements' section 5), so the H100 takes the same figure: an assumption, stated in
-# docs/chargeback.md. Other GPUs have no published idle figure here: give it.
-IDLE_WATTS: dict[str, float] = {
-    "h100-80gb": 80.0,
-    "h200": 80.0,
+# Idle draw, watts, where a measurement is published: an H200 SXM measured at 80.3 W idle under
+# vLLM with no load (the Alice GPU energy benchmark, api.serialalice.pt/alice-benchmark;
+# secondary). The H200 is the H100's silicon with more and faster HBM (glennklockwood.com/garden/
+# processors/h100, as cited in the measurements' section 5), so the H100 SXM takes the same
+# figure: an assumption, said so in the output and docs/chargeback.md. No other GPU has a
+# published idle figure here: give it.
+IDLE_WATTS_SOURCES: dict[str, tuple[float, str]] = {
+    "h200": (80.0, "measured: 80.3 W idle under vLLM, Alice GPU energy benchmark (secondary)"),
+    "h100-80gb": (80.0, "assumed: the H200's measured idle (same silicon), not measured on H100"),
 }
+MAX_WATTS = {gpu: watts for gpu, (watts, _) in MAX_WATTS_SOURCES.items()}
+IDLE_WATTS = {gpu: watts for gpu, (watts, _) in IDLE_WATTS_SOURCES.items()}
+
+
+def power_sources(spec: ChargebackSpec, gpu_name: str) -> dict[str, str]:
+    """Where each power figure of the run comes from: the scenario, or the preset's source."""
+    power = spec.power
+    given = "given in the scenario (chargeback.power)"
+    return {
+        "idle_watts": given if power.idle_watts is not None else IDLE_WATTS_SOURCES[gpu_name][1],
+        "max_watts": given if power.max_watts is not None else MAX_WATTS_SOURCES[gpu_name][1],
+    }
 
 
 class PowerSpec(BaseModel):

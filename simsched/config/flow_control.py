@@ -55,9 +55,10 @@ class Saturation(_Spec):
     """llm-d's saturation detectors. `utilization`: mean over replicas of
     max(waiting / queue_depth_threshold, kv_used / kv_total / kv_cache_util_threshold);
     `concurrency`: in-flight (running + waiting) requests, or KV-held tokens in `tokens` mode,
-    over replicas x max. The gateway reads the replicas at most once per `refresh_ms`."""
+    over replicas x max. The gateway reads the replicas at most once per `refresh_ms`.
+    `none` (what an absent section means): the pool never reads as saturated."""
 
-    detector: Literal["utilization", "concurrency"]
+    detector: Literal["none", "utilization", "concurrency"]
     queue_depth_threshold: Annotated[int, Field(gt=0, le=2**31)] = 5
     kv_cache_util_threshold: Annotated[float, Field(gt=0, le=1)] = 0.8
     mode: Literal["requests", "tokens"] = "requests"
@@ -67,6 +68,18 @@ class Saturation(_Spec):
     # simsched's addition (llm-d lists hysteresis as future work): a gated band opens again
     # only when saturation falls below its ceiling minus this margin.
     hysteresis: Annotated[float, Field(ge=0, le=1)] = 0.0
+
+    @model_validator(mode="after")
+    def _settings_need_a_detector(self) -> Saturation:
+        # by value, not by fields set: a checked copy re-validates every field from a dump
+        fields = type(self).model_fields
+        changed = [n for n in fields if n != "detector" and getattr(self, n) != fields[n].default]
+        if self.detector == "none" and changed:
+            raise ValueError(f"detector none reads nothing: {', '.join(changed)} would do nothing")
+        return self
+
+
+NO_SATURATION = Saturation(detector="none")
 
 
 class UsageLimit(_Spec):
@@ -105,7 +118,7 @@ class FlowControl(_Spec):
     fairness: Literal["global_strict", "round_robin", "las", "scheduler"] = "global_strict"
     las: Las = Field(default_factory=Las)
     ordering: Literal["fcfs", "edf", "slo_deadline"] = "fcfs"
-    saturation: Saturation | None = None
+    saturation: Saturation = NO_SATURATION  # frozen: one shared instance is safe
     usage_limit: UsageLimit = Field(default_factory=UsageLimit)
     max_requests: Annotated[int, Field(ge=0, le=2**40)] = 0  # queued, all bands; 0: none
     max_bytes: Annotated[int, Field(ge=0, le=2**62)] = 0

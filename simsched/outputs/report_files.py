@@ -28,4 +28,4 @@ def sweep_report_files() -> tuple[str, ...]:
     from simsched.results.tenants import METRIC_COLUMNS  # pandas: only when a report is asked
 
     plots = [f"{kind}_{metric}.png" for kind in ("sweep", "heatmap") for metric in METRIC_COLUMNS]
-    return (INDEX, "sweep_slos.png", *plots)
+    return (INDEX, "sweep_slos.png", *plots, "sweep_cost_per_tenant.png")

@@ -14,9 +14,12 @@ from simsched.errors import InputError
 from simsched.outputs.atomic import cannot_write, staging_file
 from simsched.outputs.files import write_csv
 from simsched.outputs.preflight import check_output_file
+from simsched.results.chargeback import COLUMNS as CHARGEBACK_COLUMNS
 from simsched.results.tenants import METRIC_COLUMNS
 
 FIXED_COLUMNS = ["point", "seed", "variant", "tenant", *METRIC_COLUMNS, "error"]
+# After "error", only where the scenario charges back: other sweeps' tables stay as they were.
+OPTIONAL_METRICS = list(CHARGEBACK_COLUMNS)
 TABLE_SUFFIXES = (".parquet", ".csv")
 
 
@@ -71,7 +74,7 @@ def first_csv_row(path: Path) -> list[str]:
 def numeric_metrics(frame: pd.DataFrame, path: Path, csv_file: bool) -> pd.DataFrame:
     """Every metric column as numbers (empty cells stay missing): a text cell in one would end
     in a plotting library's traceback, so it is refused, named by its line (or parquet row)."""
-    for column in METRIC_COLUMNS:
+    for column in [*METRIC_COLUMNS, *OPTIONAL_METRICS]:
         if column == "slo_met" or column not in frame or is_numeric_dtype(frame[column]):
             continue  # slo_met is a yes/no column, read as pandas reads it
         values = pd.to_numeric(frame[column], errors="coerce")

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from simsched.config.classes import BATCH, INTERACTIVE
+from simsched.outputs.chargeback_rows import chargeback_rows
 from simsched.outputs.cluster_table import cluster_rows, table_notes
 from simsched.outputs.fairness_rows import dispersion_rows
 from simsched.outputs.provisioned_table import provisioned_rows
@@ -102,6 +103,7 @@ def _overall_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
             [f"{f['max_backlogged_service_gap']:.0f}" for f in fairness],
         ),
         *dispersion_rows(result),
+        *chargeback_rows(result),
     ]
     return rows
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simsched.config.chargeback import power_sources
 from simsched.config.prices import gpu_price
 from simsched.results.frames import admitted
 
@@ -42,6 +43,12 @@ COLUMNS = [
     "joules_per_output_token",
 ]
 MONEY_DIGITS = 9
+# What `provisioned` counts, said where it is reported (chargeback refuses autoscaling, so the
+# fleet is fixed for the whole span).
+PROVISIONED_COVERS = (
+    "every GPU of every replica (replicas x tensor_parallel), from 0 ms to the end of the "
+    "last iteration on any replica; a fixed fleet (chargeback refuses autoscaling)"
+)
 PER_M_DIGITS = 4
 ENERGY_DIGITS = 3
 
@@ -108,7 +115,8 @@ def add_chargeback_columns(
     rows[len(scenario.tenants)] |= _columns(
         totals, gpus, parts, everyone, (idle_dollars, idle_dollars)
     )
-    return _summary(totals, everyone[1], ledger)
+    sources = power_sources(scenario.chargeback, getattr(scenario.cluster.gpu, "name", "custom"))
+    return _summary(totals, everyone[1], ledger) | {"power_sources": sources}
 
 
 def _columns(totals: FleetTotals, gpus: int, parts, tokens, idle) -> dict[str, Any]:
@@ -157,6 +165,7 @@ def _summary(totals: FleetTotals, output_tokens: int, ledger: Any) -> dict[str, 
         "price_per_gpu_hour": totals.price_per_gpu_hour,
         "idle_watts": ledger.idle_watts,
         "max_watts": ledger.max_watts,
+        "provisioned_covers": PROVISIONED_COVERS,
         "provisioned_gpu_seconds": round(totals.provisioned_gpu_s, MONEY_DIGITS),
         "busy_gpu_seconds": round(totals.busy_gpu_s, MONEY_DIGITS),
         "idle_gpu_seconds": round(totals.idle_gpu_s, MONEY_DIGITS),

@@ -62,9 +62,9 @@ def _rounded(value: float) -> float | None:
 
 
 def max_backlogged_gap(frame: pd.DataFrame, weights: dict[str, float]) -> float:
-    queued = _queued_rows(frame)
+    queued = queued_rows(frame)
     tenants = [t for t in weights if (queued["tenant_id"] == t).any()]
-    spans = {t: _backlog_periods(queued[queued["tenant_id"] == t]) for t in tenants}
+    spans = {t: backlog_periods(queued[queued["tenant_id"] == t]) for t in tenants}
     events = {t: _service_events(queued[queued["tenant_id"] == t], weights[t]) for t in tenants}
     gaps = [
         _pair_gap(spans[a], spans[b], events[a], events[b])
@@ -73,7 +73,7 @@ def max_backlogged_gap(frame: pd.DataFrame, weights: dict[str, float]) -> float:
     return max(gaps, default=0.0)
 
 
-def _queued_rows(frame: pd.DataFrame) -> pd.DataFrame:
+def queued_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """Requests that entered a queue: admitted ones, and those shed at the dispatch gate."""
     left = frame["dispatch_ms"].fillna(frame["arrival_ms"] + frame["queue_wait_ms"])
     entered = admitted(frame) | (frame["queue_wait_ms"] > 0)
@@ -81,7 +81,7 @@ def _queued_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(left_ms=left[entered])
 
 
-def _backlog_periods(rows: pd.DataFrame) -> np.ndarray:
+def backlog_periods(rows: pd.DataFrame) -> np.ndarray:
     """Disjoint [start, end] intervals during which the tenant had something queued."""
     spans = rows[["arrival_ms", "left_ms"]].to_numpy()
     if not len(spans):

@@ -12,6 +12,7 @@ from simsched.config.loading import checked, load_scenario, resolve_variants, se
 from simsched.config.router import uses_prefixes
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
+from simsched.results.backlog_dispersion import backlog_dispersion
 from simsched.results.blast_radius import blast_radius, wants_blast_radius
 from simsched.results.chargeback import add_chargeback_columns
 from simsched.results.dispersion import dispersion_summary
@@ -97,6 +98,8 @@ def simulate(
         fairness[name] = fairness_summary(frame, weights)
         if resolved.fairness is not None and resolved.fairness.dispersion:  # asked for only
             fairness[name] |= dispersion_summary(frame, weights)
+            window_ms = resolved.fairness.backlog_window_ms
+            fairness[name] |= backlog_dispersion(frame, weights, window_ms)
         if wants_blast_radius(resolved):  # a second run, without the noisiest tenant
             blast[name] = blast_radius(name, resolved, table, frame, rows)
         frames.append(frame.sort_values("_seq", kind="stable"))

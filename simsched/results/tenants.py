@@ -21,6 +21,7 @@ import pandas as pd
 
 from simsched.config.classes import CLASS_NAMES
 from simsched.config.loading import resolve_variants
+from simsched.results.chargeback import COLUMNS as CHARGEBACK_COLUMNS
 from simsched.results.flow_shed import with_flow_shed_columns
 from simsched.results.frames import SimulationResult, admitted
 from simsched.results.percentiles import nearest_rank
@@ -248,7 +249,9 @@ def class_metric_rows(result: SimulationResult) -> list[dict[str, Any]]:
 
 def _metrics(row: dict[str, Any]) -> dict[str, Any]:
     # a result without sessions has no turn columns: their metrics have no value
-    return {column: row.get(column) for column in METRIC_COLUMNS}
+    metrics = {column: row.get(column) for column in METRIC_COLUMNS}
+    # where the run charged back, its columns ride along (a sweep's cost per tenant)
+    return metrics | {column: row[column] for column in CHARGEBACK_COLUMNS if column in row}
 
 
 def tenant_frame(rows: list[dict[str, Any]], sessions: bool) -> pd.DataFrame:

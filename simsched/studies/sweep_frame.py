@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from simsched.outputs.sweep_table import FIXED_COLUMNS
+from simsched.outputs.sweep_table import FIXED_COLUMNS, OPTIONAL_METRICS
 from simsched.results.tenants import COUNT_METRICS
 from simsched.studies.grid import Point, show
 from simsched.studies.runners import Outcome
@@ -18,7 +18,9 @@ def build_frame(points: list[Point], outcomes: list[Outcome], params: list[str])
         records += [head | row | {"error": None} for row in rows]
         if error is not None:
             records.append(head | {"variant": None, "tenant": None, "error": error})
-    columns = ["point", "seed", *params, *FIXED_COLUMNS[2:]]
+    present = {key for rows, _ in outcomes for row in rows for key in row}
+    charged = [c for c in OPTIONAL_METRICS if c in present]  # a scenario that charges back
+    columns = ["point", "seed", *params, *FIXED_COLUMNS[2:], *charged]
     frame = pd.DataFrame.from_records(records, columns=columns)
     return _typed(frame, params)
 

@@ -18,6 +18,7 @@ NOISY = Path(__file__).resolve().parents[2] / "scenarios" / "noisy_neighbor.yaml
         ("flow_control={fairness: fifo}", "flow_control.fairness"),
         ("flow_control={saturation: {detector: latency}}", "flow_control.saturation"),
         ("flow_control={saturation: {detector: utilization, refresh_ms: 0}}", "refresh_ms"),
+        ("flow_control={saturation: {detector: none, hysteresis: 0.1}}", "hysteresis would do"),
         ("flow_control={priorities: {nobody: 3}}", "unknown tenant 'nobody'"),
         ("flow_control={priorities: {tenant_batch_rag: urgent}}", "flow_control.priorities"),
         ("flow_control={request_ttl_ms: -1}", "flow_control.request_ttl_ms"),

@@ -200,3 +200,52 @@ def test_report_draws_cost_per_tenant(make_scenario, tmp_path) -> None:
     page = (folder / "index.html").read_text()
     assert "Chargeback: the fleet per variant" in page
     assert "Cost and energy per tenant, across variants" in page
+
+
+def test_provisioned_says_what_it_covers_and_matches_it(make_scenario) -> None:
+    # two replicas of tp 2 on the linear model: provisioned = 2 x 2 x (end of the last
+    # iteration), read from the utilisation meter independently of the chargeback code
+    rows = [("a", "t0", 0.0, 200, 20), ("b", "t0", 500.0, 100, 10)]
+    cluster = {"service_model": "continuous_batching", "replicas": 2, "tp": 2}
+    cluster["latency_model"] = LINEAR
+    result = simsched.simulate(make_scenario(rows, [{"id": "t0"}], cluster=cluster, chargeback={}))
+    fleet = result.chargeback["base"]
+    assert "every GPU of every replica" in fleet["provisioned_covers"]
+    span_s = result.utilisation["base"]["span_ms"] / 1000.0  # rounded to 0.01 ms there
+    assert fleet["provisioned_gpu_seconds"] == pytest.approx(2 * 2 * span_s, abs=4 * 5e-6)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "power", "idle_word", "max_word"),
+    [
+        ("h100-80gb", {}, "assumed", "NVIDIA H100 datasheet"),
+        ("h200", {}, "measured", "NVIDIA H200 datasheet"),
+        ("l40s", {"idle_watts": 30.0}, "given in the scenario", "NVIDIA L40S datasheet"),
+    ],
+)
+def test_power_figures_name_their_source(make_scenario, gpu, power, idle_word, max_word) -> None:
+    rows = [("a", "t0", 0.0, 200, 20)]
+    cluster = {"service_model": "continuous_batching", "replicas": 1, "gpu": gpu}
+    cluster["gpu_prices"] = {gpu: 1.0}  # the L40S has no price preset
+    scenario = make_scenario(rows, [{"id": "t0"}], cluster=cluster, chargeback={"power": power})
+    sources = simsched.simulate(scenario).chargeback["base"]["power_sources"]
+    assert sources["idle_watts"].startswith(idle_word)
+    assert sources["max_watts"].startswith(max_word)
+
+
+def test_the_terminal_table_says_what_provisioned_covers(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    tournament = REPO / "scenarios" / "flow_policy_tournament.yaml"
+    code, out, _ = run_main(
+        monkeypatch,
+        capsys,
+        "scenario",
+        str(tournament),
+        "--variant",
+        "drr",
+        "--set",
+        "chargeback={}",
+    )
+    assert code == 0
+    assert "provisioned $ (all GPUs, 0 to last iteration)" in out
+    assert "80 (assumed)" in out

@@ -40,6 +40,7 @@ from simsched.outputs.report.scenario_plots import (
     tpot_cdf,
     ttft_cdf,
 )
+from simsched.outputs.report.sweep_cost import cost_per_tenant_plot, has_cost
 from simsched.outputs.report.sweep_plots import (
     grid_axes,
     heatmap,
@@ -163,6 +164,8 @@ def sweep_report(
     axes = grid_axes(ok, x_first(ok, params))  # a numeric axis across, categories up
     if len(axes) == 2 and "p99_ttft_ms" in varying:  # two axes: the grid at a glance
         plots.append(heatmap(ok, "p99_ttft_ms", axes, folder))
+    if has_cost(ok):  # the scenario charges back: what each tenant costs at each setting
+        plots.append(cost_per_tenant_plot(ok, params, folder))
     plots += [metric_plot(ok, metric, params, folder, list(targets)) for metric in varying]
     failed = table[table["error"].notna()] if "error" in table else table.iloc[0:0]
     tables = [("Failed points", failed[["point", *params, "error"]])] if len(failed) else []

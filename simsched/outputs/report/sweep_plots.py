@@ -10,7 +10,7 @@ import pandas as pd
 from simsched.outputs.report.limits import off_scale_note, robust_limits
 from simsched.outputs.report.page import Plot, decorate, save, small_multiples
 from simsched.outputs.report.targets import TARGET_GID, Target, draw_target
-from simsched.outputs.sweep_table import FIXED_COLUMNS
+from simsched.outputs.sweep_table import FIXED_COLUMNS, OPTIONAL_METRICS
 from simsched.results.confidence import estimate
 from simsched.results.metric_ranges import clip, valid_range
 from simsched.results.tenants import ALL, COUNT_METRICS
@@ -31,7 +31,7 @@ ALL_STYLE = {"color": "black", "linestyle": "--", "zorder": 1}
 
 def sweep_parameters(table: pd.DataFrame) -> list[str]:
     """The swept settings: every column that is neither a fixed column nor a metric."""
-    params = [c for c in table.columns if c not in FIXED_COLUMNS]
+    params = [c for c in table.columns if c not in FIXED_COLUMNS and c not in OPTIONAL_METRICS]
     seeds = table["seed"].nunique() if "seed" in table else 1
     return params or (["seed"] if seeds > 1 else ["point"])
 

@@ -15,7 +15,7 @@ from simsched.sim.flow.bands import BandPlan, flow_of
 from simsched.sim.flow.fairness import FairnessPolicy
 from simsched.sim.flow.guardrails import Guardrails
 from simsched.sim.flow.queues import FlowQueues
-from simsched.sim.flow.saturation import ScrapedSaturation, build_detector
+from simsched.sim.flow.saturation import scraped_saturation
 from simsched.sim.flow.usage_limits import BandGate, build_usage_limit
 from simsched.sim.kernel import RELEASE
 from simsched.sim.recorder import Recorder
@@ -59,13 +59,9 @@ class FlowController:
         self.env, self.cluster, self.recorder = env, cluster, recorder
         self.fairness = fairness
         self.band_selection = build_band_selection(plan, flow.band_selection)
-        spec = flow.saturation
-        refresh = spec.refresh_ms if spec is not None else 0.0
-        fresh = spec is not None and spec.detector == "concurrency"  # the gateway's own counts
-        detector = build_detector(spec, kv_block_tokens)
-        self.saturation = ScrapedSaturation(detector, cluster, refresh, fresh)
-        hysteresis = spec.hysteresis if spec is not None else 0.0
-        self.gate = BandGate(build_usage_limit(flow.usage_limit), plan.count, hysteresis)
+        self.saturation = scraped_saturation(flow.saturation, cluster, kv_block_tokens)
+        limit = build_usage_limit(flow.usage_limit)
+        self.gate = BandGate(limit, plan.count, flow.saturation.hysteresis)
         self.guardrails = Guardrails(flow, plan)
         self._expiries: list[tuple[float, int, Request]] = []
         self._wake: simpy.Event | None = None

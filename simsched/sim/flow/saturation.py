@@ -25,13 +25,21 @@ Snapshot = list[tuple[int, int, int, int, int]]  # (running, waiting, kv used, k
 
 
 class SaturationDetector(Protocol):
+    fresh: bool  # read synchronously (never stale)
+    refresh_ms: float  # how long a read stays current (how often a held dispatch looks again)
+
+    def __init__(self, spec: Saturation, kv_block_tokens: int) -> None: ...
+
     def saturation(self, snapshot: Snapshot) -> float: ...
 
 
 class UtilizationDetector:
-    def __init__(self, spec: Saturation) -> None:
+    fresh = False  # scraped from the replicas: stale for up to refresh_ms
+
+    def __init__(self, spec: Saturation, kv_block_tokens: int) -> None:
         self.queue_threshold = spec.queue_depth_threshold
         self.kv_threshold = spec.kv_cache_util_threshold
+        self.refresh_ms = spec.refresh_ms
 
     def saturation(self, snapshot: Snapshot) -> float:
         scores = [
@@ -42,10 +50,13 @@ class UtilizationDetector:
 
 
 class ConcurrencyDetector:
+    fresh = True  # the gateway's own counts of what it dispatched and saw finish
+
     def __init__(self, spec: Saturation, kv_block_tokens: int) -> None:
         self.tokens = spec.mode == "tokens"
         self.capacity = spec.max_token_concurrency if self.tokens else spec.max_concurrency
         self.kv_block_tokens = kv_block_tokens
+        self.refresh_ms = spec.refresh_ms  # how often a held dispatch looks again
 
     def saturation(self, snapshot: Snapshot) -> float:
         if self.tokens:
@@ -56,20 +67,31 @@ class ConcurrencyDetector:
 
 
 class NoDetector:
-    """No `saturation` section: the pool never reads as saturated."""
+    """`detector: none` (no `saturation` section): the pool never reads as saturated."""
+
+    fresh = False
+    refresh_ms = 0.0  # nothing to scrape
+
+    def __init__(self, spec: Saturation, kv_block_tokens: int) -> None:
+        pass
 
     def saturation(self, snapshot: Snapshot) -> float:
         return 0.0
 
 
+DETECTORS: dict[str, type[SaturationDetector]] = {
+    "none": NoDetector,
+    "utilization": UtilizationDetector,
+    "concurrency": ConcurrencyDetector,
+}
+
+
 class ScrapedSaturation:
-    def __init__(
-        self, detector: SaturationDetector, cluster, refresh_ms: float, fresh: bool = False
-    ) -> None:
+    def __init__(self, detector: SaturationDetector, cluster) -> None:
         self.detector = detector
         self.cluster = cluster
-        self.refresh_ms = refresh_ms
-        self.fresh = fresh
+        self.refresh_ms = detector.refresh_ms
+        self.fresh = detector.fresh
         self.scraped_at: float | None = None
         self.value = 0.0
 
@@ -87,9 +109,5 @@ class ScrapedSaturation:
         return (now if self.fresh else self.scraped_at) + self.refresh_ms
 
 
-def build_detector(spec: Saturation | None, kv_block_tokens: int) -> SaturationDetector:
-    if spec is None:
-        return NoDetector()
-    if spec.detector == "concurrency":
-        return ConcurrencyDetector(spec, kv_block_tokens)
-    return UtilizationDetector(spec)
+def scraped_saturation(spec: Saturation, cluster, kv_block_tokens: int) -> ScrapedSaturation:
+    return ScrapedSaturation(DETECTORS[spec.detector](spec, kv_block_tokens), cluster)

@@ -18,20 +18,22 @@ from simsched.config.flow_control import UsageLimit
 
 
 class UsageLimitPolicy(Protocol):
+    def __init__(self, spec: UsageLimit) -> None: ...
+
     def ceilings(self, saturation: float, bands: int) -> list[float]: ...
 
 
 class StaticLimit:
-    def __init__(self, threshold: float) -> None:
-        self.threshold = threshold
+    def __init__(self, spec: UsageLimit) -> None:
+        self.threshold = spec.threshold
 
     def ceilings(self, saturation: float, bands: int) -> list[float]:
         return [self.threshold] * bands
 
 
 class PriorityHoldBack:
-    def __init__(self, min_ceiling: float, max_ceiling: float) -> None:
-        self.low, self.high = min_ceiling, max_ceiling
+    def __init__(self, spec: UsageLimit) -> None:
+        self.low, self.high = spec.min_ceiling, spec.max_ceiling
 
     def ceilings(self, saturation: float, bands: int) -> list[float]:
         if bands == 1:
@@ -41,7 +43,7 @@ class PriorityHoldBack:
 
 
 class SoftReflectiveCeiling:
-    def __init__(self) -> None:
+    def __init__(self, spec: UsageLimit) -> None:
         self.tick = 0
 
     def ceilings(self, saturation: float, bands: int) -> list[float]:
@@ -65,12 +67,15 @@ class SoftReflectiveCeiling:
         return result
 
 
+USAGE_LIMITS: dict[str, type[UsageLimitPolicy]] = {
+    "static": StaticLimit,
+    "priority_hold_back": PriorityHoldBack,
+    "soft_reflective": SoftReflectiveCeiling,
+}
+
+
 def build_usage_limit(spec: UsageLimit) -> UsageLimitPolicy:
-    if spec.policy == "priority_hold_back":
-        return PriorityHoldBack(spec.min_ceiling, spec.max_ceiling)
-    if spec.policy == "soft_reflective":
-        return SoftReflectiveCeiling()
-    return StaticLimit(spec.threshold)
+    return USAGE_LIMITS[spec.policy](spec)
 
 
 class BandGate:

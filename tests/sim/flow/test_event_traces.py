@@ -157,3 +157,46 @@ def test_las_without_decay_serves_the_tenant_with_less_service_first() -> None:
     s = scenario(LAS_TENANTS, flow)
     assert dispatch_times(s, "a") == [0, 125, 425]
     assert dispatch_times(s, "b") == [225, 325]
+
+
+# Hysteresis: a 14-block pool, one request's KV is 7 blocks, so the utilization detector
+# (kv_cache_util_threshold 1) reads 0.5 per request holding KV (3 x 100 ms from its dispatch).
+# The static ceiling 1.0 gates dispatch at 2 held; with hysteresis 0.6 the band opens again only
+# below 1.0 - 0.6 = 0.4, that is with none held. A release at an instant precedes a look then.
+HYSTERESIS = UTILIZATION | {"refresh_ms": 50, "hysteresis": 0.6}
+
+
+def hysteresis_run(saturation: dict) -> list[float]:
+    s = scenario([tenant("t", 5)], {"saturation": saturation}, hold_factor=3.0, kv_blocks=14)
+    return dispatch_times(s, "t")
+
+
+def test_hysteresis_holds_dispatch_until_the_pool_drains_below_the_margin() -> None:
+    # 0: r0 (KV to 300). 100: scrape 0.5, open: r1 (to 400). 200: scrape 1.0, gated; looks at
+    # 250 (1.0), 300 (r0 released: 0.5, still >= 0.4: held), 350 (0.5), 400 (r1 released: 0):
+    # r2 (to 700). 500: 0.5 and no longer gated: r3 (to 800). 600: 1.0, gated; 650 (1.0),
+    # 700 (0.5), 750 (0.5), 800 (0): r4.
+    assert hysteresis_run(HYSTERESIS) == [0, 100, 400, 500, 800]
+
+
+def test_without_hysteresis_dispatch_resumes_as_soon_as_saturation_drops_below_the_ceiling() -> (
+    None
+):
+    # the same pool: at 300 r0's release leaves 0.5 < 1.0: r2 (to 600); 400: 0.5, r3 (to 700);
+    # 500: 1.0, gated; 550 (1.0), 600 (r2 released: 0.5): r4
+    assert hysteresis_run(HYSTERESIS | {"hysteresis": 0.0}) == [0, 100, 300, 400, 600]
+
+
+def test_hysteresis_with_stale_metrics() -> None:
+    # refresh 150: 0 scrape 0: r0 (to 300). 100: the scrape at 0 is current: 0 read, r1 (to
+    # 400). 200: scrape 1.0, gated, next look 350: scrape 0.5 (r0 gone), held; 500: scrape 0:
+    # r2 (to 800). 600: the scrape at 500 is current (0): r3 (to 900). 700: scrape 1.0, gated;
+    # 850: 0.5 (r2 gone), held; 1000: 0: r4.
+    assert hysteresis_run(HYSTERESIS | {"refresh_ms": 150}) == [0, 100, 500, 600, 1000]
+
+
+def test_stale_metrics_without_hysteresis() -> None:
+    # 350: 0.5 < 1.0: r2 (to 650). 450: the scrape at 350 is current (0.5): r3 (to 750).
+    # 550: scrape 1.0, gated; 700: 0.5 (r2 gone at 650): r4
+    saturation = HYSTERESIS | {"refresh_ms": 150, "hysteresis": 0.0}
+    assert hysteresis_run(saturation) == [0, 100, 350, 450, 700]

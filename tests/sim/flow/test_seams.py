@@ -7,21 +7,24 @@ import math
 
 import pytest
 
-from simsched.config.flow_control import FlowControl, Saturation
+from simsched.config.flow_control import FlowControl, Saturation, UsageLimit
 from simsched.sim.flow.bands import flow_of, plan_bands
 from simsched.sim.flow.fairness import GlobalStrict, LeastAttainedService, RoundRobin
 from simsched.sim.flow.ordering import Edf, Fcfs, SloDeadline
 from simsched.sim.flow.queues import FlowQueues
 from simsched.sim.flow.saturation import (
     ConcurrencyDetector,
+    NoDetector,
     ScrapedSaturation,
     UtilizationDetector,
+    scraped_saturation,
 )
 from simsched.sim.flow.usage_limits import (
     BandGate,
     PriorityHoldBack,
     SoftReflectiveCeiling,
     StaticLimit,
+    build_usage_limit,
 )
 from simsched.sim.requests import Request
 
@@ -116,7 +119,7 @@ def test_utilization_is_the_mean_roofline_score() -> None:
     spec = Saturation(detector="utilization", queue_depth_threshold=5, kv_cache_util_threshold=0.8)
     # replica 1: max(2/5, 40/100/0.8) = 0.5; replica 2: max(10/5, 0.1/0.8) = 2.0 -> mean 1.25
     snapshot = [(3, 2, 40, 100, 0), (1, 10, 10, 100, 0)]
-    assert UtilizationDetector(spec).saturation(snapshot) == pytest.approx(1.25)
+    assert UtilizationDetector(spec, 16).saturation(snapshot) == pytest.approx(1.25)
 
 
 def test_concurrency_counts_in_flight_requests_or_kv_tokens() -> None:
@@ -137,8 +140,8 @@ class ChangingCluster:
 
 def test_the_gateway_sees_metrics_at_most_refresh_ms_old() -> None:
     cluster = ChangingCluster()
-    spec = Saturation(detector="utilization", queue_depth_threshold=10)
-    view = ScrapedSaturation(UtilizationDetector(spec), cluster, refresh_ms=50.0)
+    spec = Saturation(detector="utilization", queue_depth_threshold=10, refresh_ms=50.0)
+    view = ScrapedSaturation(UtilizationDetector(spec, 16), cluster)
     assert view.read(0.0) == 0.0
     cluster.waiting = 10
     assert view.read(49.9) == 0.0  # stale
@@ -151,19 +154,27 @@ def test_the_gateway_sees_metrics_at_most_refresh_ms_old() -> None:
 
 # --- usage limits and the gate ---------------------------------------------------------------
 def test_priority_hold_back_steps_linearly_by_rank() -> None:
-    assert PriorityHoldBack(0.4, 0.9).ceilings(0.5, 3) == pytest.approx([0.9, 0.65, 0.4])
-    assert PriorityHoldBack(0.4, 0.9).ceilings(0.5, 1) == [0.9]
+    assert PriorityHoldBack(
+        UsageLimit(policy="priority_hold_back", min_ceiling=0.4, max_ceiling=0.9)
+    ).ceilings(0.5, 3) == pytest.approx([0.9, 0.65, 0.4])
+    assert PriorityHoldBack(
+        UsageLimit(policy="priority_hold_back", min_ceiling=0.4, max_ceiling=0.9)
+    ).ceilings(0.5, 1) == [0.9]
 
 
 def test_soft_reflective_ceiling_opens_under_the_reflective_ceiling() -> None:
     # s = 0.3 with 3 bands: r1 = 1 - 0.15 = 0.85, r2 = 1 - 0.3 = 0.7: both above s, all open
-    assert SoftReflectiveCeiling().ceilings(0.3, 3) == [1.0, 1.0, 1.0]
+    assert SoftReflectiveCeiling(UsageLimit(policy="soft_reflective")).ceilings(0.3, 3) == [
+        1.0,
+        1.0,
+        1.0,
+    ]
 
 
 def test_soft_reflective_ceiling_alternates_when_gated() -> None:
     # s = 0.7: r1 = 0.65, r2 = 0.3, both <= s; 0.7 >= 1 - 0.7, so alternating with
     # period round(0.7 / 0.3) = 2: closed on tick 1, open on tick 2, closed on tick 3
-    policy = SoftReflectiveCeiling()
+    policy = SoftReflectiveCeiling(UsageLimit(policy="soft_reflective"))
     assert policy.ceilings(0.7, 3) == [1.0, 0.0, 0.0]
     assert policy.ceilings(0.7, 3) == [1.0, 1.0, 1.0]
     assert policy.ceilings(0.7, 3) == [1.0, 0.0, 0.0]
@@ -172,11 +183,11 @@ def test_soft_reflective_ceiling_alternates_when_gated() -> None:
 
 
 def test_soft_reflective_with_one_band_is_open() -> None:
-    assert SoftReflectiveCeiling().ceilings(0.99, 1) == [1.0]
+    assert SoftReflectiveCeiling(UsageLimit(policy="soft_reflective")).ceilings(0.99, 1) == [1.0]
 
 
 def test_the_gate_closes_at_the_ceiling_and_reopens_below_it_minus_hysteresis() -> None:
-    gate = BandGate(StaticLimit(0.8), bands=1, hysteresis=0.1)
+    gate = BandGate(StaticLimit(UsageLimit(threshold=0.8)), bands=1, hysteresis=0.1)
     trace = [(s, gate.open_bands(s)[0]) for s in (0.5, 0.8, 0.75, 0.705, 0.69, 0.79, 0.8)]
     assert trace == [
         (0.5, True),
@@ -190,5 +201,34 @@ def test_the_gate_closes_at_the_ceiling_and_reopens_below_it_minus_hysteresis() 
 
 
 def test_without_hysteresis_the_gate_follows_the_ceiling() -> None:
-    gate = BandGate(StaticLimit(0.8), bands=1, hysteresis=0.0)
+    gate = BandGate(StaticLimit(UsageLimit(threshold=0.8)), bands=1, hysteresis=0.0)
     assert [gate.open_bands(s)[0] for s in (0.8, 0.79, 0.8)] == [False, True, False]
+
+
+# --- every setting is a spec object: no None branch in the builders ---------------------------
+def test_an_absent_saturation_section_is_the_none_detector_spec() -> None:
+    flow = FlowControl()
+    assert flow.saturation.detector == "none"
+    view = scraped_saturation(flow.saturation, ChangingCluster(), 16)
+    assert isinstance(view.detector, NoDetector)
+    assert (view.refresh_ms, view.fresh) == (0.0, False)
+
+
+def test_each_detector_name_builds_its_class_with_its_staleness() -> None:
+    for name, cls, fresh in [
+        ("utilization", UtilizationDetector, False),
+        ("concurrency", ConcurrencyDetector, True),
+    ]:
+        view = scraped_saturation(Saturation(detector=name, refresh_ms=70.0), ChangingCluster(), 16)
+        assert isinstance(view.detector, cls)
+        assert (view.refresh_ms, view.fresh) == (70.0, fresh)
+
+
+def test_each_usage_limit_name_builds_its_class() -> None:
+    expected = {
+        "static": StaticLimit,
+        "priority_hold_back": PriorityHoldBack,
+        "soft_reflective": SoftReflectiveCeiling,
+    }
+    for name, cls in expected.items():
+        assert isinstance(build_usage_limit(UsageLimit(policy=name)), cls)
