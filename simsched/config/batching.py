@@ -139,6 +139,7 @@ class ContinuousBatchingConfig(BaseModel):
         filled, added = fill_engine_profile(data)
         config = handler(filled)
         config.__pydantic_fields_set__.difference_update(added)
+        _multi_step_needs_steps(config)
         return config
 
     # a horizontal autoscaler over the replicas (config/autoscale.py, docs/autoscaling.md);
@@ -325,3 +326,15 @@ class ContinuousBatchingConfig(BaseModel):
     @property
     def total_kv_blocks(self) -> int:
         return self.blocks_per_replica * self.replicas
+
+
+def _multi_step_needs_steps(config: ContinuousBatchingConfig) -> None:
+    """`cpu_time: multi_step` written with one scheduler step is serial (the CPU time / 1): a
+    setting that silently does nothing, so it is refused. From `engine: vllm-0.6` it stays: one
+    step is vLLM 0.6's own default (`--num-scheduler-steps 1`, multi-step off)."""
+    written = "cpu_time" in config.model_fields_set
+    if written and config.cpu_time == "multi_step" and config.num_scheduler_steps == 1:
+        raise ValueError(
+            "cpu_time: multi_step amortises the CPU time over num_scheduler_steps iterations, "
+            "and num_scheduler_steps is 1 (serial); set num_scheduler_steps > 1 or cpu_time: serial"
+        )
