@@ -27,9 +27,8 @@ class MoeServingSpec(BaseModel):
     # the busiest GPU's expert reads over the mean under uniform routing; 1 is uniform routing
     # (no fitted value yet: docs/moe.md, "Calibration")
     imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] = 1.0
-    # latency of one all-to-all (dispatch or combine); the default is the fitted latency of one
-    # tensor-parallel all-reduce over the same NVLink (hardware.py `allreduce_us`)
-    alltoall_us: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 30.2
+    # latency of one all-to-all (dispatch or combine); unset: `alltoall_latency_us` below
+    alltoall_us: Annotated[float | None, Field(ge=0, le=1e6, allow_inf_nan=False)] = None
     # the share of the GPU's roofline (its compute and memory shares) that the routed experts'
     # grouped GEMMs reach: many small GEMMs, one per expert, run below one large dense GEMM.
     # Chosen on the MoE cases of calibration/published.yaml (docs/moe.md, "Calibration")
@@ -37,6 +36,17 @@ class MoeServingSpec(BaseModel):
 
 
 NO_EXPERT_PARALLELISM = MoeServingSpec()
+
+
+def alltoall_latency_us(spec: MoeServingSpec, roofline: Any) -> float:
+    """The latency of one all-to-all, µs: `alltoall_us` when given, else the named assumption
+    ALL-TO-ALL = ALL-REDUCE: the latency of one tensor-parallel all-reduce over the same link
+    (`latency_model.allreduce_us` of the running GPU, calibrated), since no measurement in the
+    calibration material isolates an all-to-all's fixed cost (docs/moe.md, "Defaults"). Both
+    are one small NCCL collective over NVLink; a refit of `allreduce_us` carries over here."""
+    if spec.alltoall_us is not None:
+        return spec.alltoall_us
+    return roofline.allreduce_us
 
 
 def check_layout(spec: MoeServingSpec, tp: int, model: Any) -> None:
