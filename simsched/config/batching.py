@@ -34,7 +34,12 @@ from simsched.config.hardware import (
     ModelSpec,
     RooflineLatencyConfig,
 )
-from simsched.config.moe_serving import MoeServingSpec, check_layout, kv_copies
+from simsched.config.moe_serving import (
+    MoeServingSpec,
+    check_layout,
+    kv_copies,
+    replicated_attention_bytes,
+)
 from simsched.config.router import CACHE_SCORERS, DEFAULT_ROUTER, RouterSetting
 from simsched.config.spec_base import NonNegativeFloat, Size, Small
 from simsched.config.speculative import SpeculativeSpec
@@ -295,12 +300,15 @@ class ContinuousBatchingConfig(BaseModel):
             except ValueError as exc:
                 raise ValueError(f"moe_serving: {exc}") from None
         if self.num_gpu_blocks is None and self.blocks_per_replica == 0:
-            # MLA's latent copies under attention TP can leave no block where one copy fit
+            # MLA's latent copies under attention TP, or the attention weights replicated under
+            # attention DP, can leave no block where one copy fit
+            copies = kv_copies(self.model, self.tp, self.moe_serving)
+            replicated = replicated_attention_bytes(self.model, self.moe_serving) / 1e9
             raise ValueError(
                 f"the memory left beside the weights holds no KV block of {self.block_size} "
-                f"tokens with {kv_copies(self.model, self.tp, self.moe_serving)} copies of each "
-                "MLA latent (attention TP); raise moe_serving.attention_dp or "
-                "gpu_memory_utilization"
+                f"tokens with {copies} copies of each MLA latent (attention TP) and "
+                f"{replicated:.1f} GB of attention weights replicated (attention DP); change "
+                "moe_serving.attention_dp or raise gpu_memory_utilization"
             )
         return self
 
@@ -321,6 +329,7 @@ class ContinuousBatchingConfig(BaseModel):
             self.gpu_memory_utilization,
             self.block_size,
             kv_copies(self.model, self.tp, self.moe_serving),
+            replicated_attention_bytes(self.model, self.moe_serving),
         )
 
     @property

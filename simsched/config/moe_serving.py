@@ -14,7 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simsched.config.moe import MlaSpec
+from simsched.config.model_presets import dtype_bytes
+from simsched.config.moe import MlaSpec, attention_of
 
 Small = Annotated[int, Field(gt=0, le=2**20)]
 
@@ -61,6 +62,23 @@ def check_layout(spec: MoeServingSpec, tp: int, model: Any) -> None:
         raise ValueError(f"ep ({spec.ep}) splits experts, and model {model.name!r} has none")
     if spec.ep > 1 and model.moe.experts % spec.ep:
         raise ValueError(f"ep ({spec.ep}) must divide the model's {model.moe.experts} experts")
+
+
+def replicated_attention_bytes(model: Any, spec: MoeServingSpec | None) -> int:
+    """Weight bytes beyond one copy that attention data parallelism holds: each of the
+    `attention_dp` attention groups keeps all of the attention weights (split over its
+    tp / attention_dp GPUs), while the experts are split once over `ep`, so
+
+        extra = (attention_dp - 1) x layers x attention params per layer x weight bytes
+
+    (DeepSeek-R1 DEP8 in FP8: 7 x 61 x 187.1M x 1 B, about 80 GB a node). Sources: TensorRT-LLM's
+    DeepSeek-R1 guide ("attention DP": every rank runs the whole attention module on its own
+    requests), SGLang's `--enable-dp-attention` (data-parallel attention replicas); docs/moe.md."""
+    dp = (spec or NO_EXPERT_PARALLELISM).attention_dp
+    if dp == 1:
+        return 0
+    per_layer = attention_of(model).params(model)
+    return int((dp - 1) * model.layers * per_layer * dtype_bytes(model, "weight"))
 
 
 def kv_copies(model: Any, tp: int, spec: MoeServingSpec | None) -> int:
