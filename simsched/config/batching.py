@@ -34,7 +34,12 @@ from simsched.config.hardware import (
     ModelSpec,
     RooflineLatencyConfig,
 )
-from simsched.config.moe_serving import MoeServingSpec, check_layout, kv_copies
+from simsched.config.moe_serving import (
+    MoeServingSpec,
+    check_layout,
+    kv_copies,
+    replicated_attention_bytes,
+)
 from simsched.config.router import CACHE_SCORERS, DEFAULT_ROUTER, RouterSetting
 from simsched.config.spec_base import NonNegativeFloat, Size, Small
 from simsched.config.speculative import SpeculativeSpec
@@ -139,6 +144,7 @@ class ContinuousBatchingConfig(BaseModel):
         filled, added = fill_engine_profile(data)
         config = handler(filled)
         config.__pydantic_fields_set__.difference_update(added)
+        _multi_step_needs_steps(config)
         return config
 
     # a horizontal autoscaler over the replicas (config/autoscale.py, docs/autoscaling.md);
@@ -294,12 +300,15 @@ class ContinuousBatchingConfig(BaseModel):
             except ValueError as exc:
                 raise ValueError(f"moe_serving: {exc}") from None
         if self.num_gpu_blocks is None and self.blocks_per_replica == 0:
-            # MLA's latent copies under attention TP can leave no block where one copy fit
+            # MLA's latent copies under attention TP, or the attention weights replicated under
+            # attention DP, can leave no block where one copy fit
+            copies = kv_copies(self.model, self.tp, self.moe_serving)
+            replicated = replicated_attention_bytes(self.model, self.moe_serving) / 1e9
             raise ValueError(
                 f"the memory left beside the weights holds no KV block of {self.block_size} "
-                f"tokens with {kv_copies(self.model, self.tp, self.moe_serving)} copies of each "
-                "MLA latent (attention TP); raise moe_serving.attention_dp or "
-                "gpu_memory_utilization"
+                f"tokens with {copies} copies of each MLA latent (attention TP) and "
+                f"{replicated:.1f} GB of attention weights replicated (attention DP); change "
+                "moe_serving.attention_dp or raise gpu_memory_utilization"
             )
         return self
 
@@ -320,8 +329,21 @@ class ContinuousBatchingConfig(BaseModel):
             self.gpu_memory_utilization,
             self.block_size,
             kv_copies(self.model, self.tp, self.moe_serving),
+            replicated_attention_bytes(self.model, self.moe_serving),
         )
 
     @property
     def total_kv_blocks(self) -> int:
         return self.blocks_per_replica * self.replicas
+
+
+def _multi_step_needs_steps(config: ContinuousBatchingConfig) -> None:
+    """`cpu_time: multi_step` written with one scheduler step is serial (the CPU time / 1): a
+    setting that silently does nothing, so it is refused. From `engine: vllm-0.6` it stays: one
+    step is vLLM 0.6's own default (`--num-scheduler-steps 1`, multi-step off)."""
+    written = "cpu_time" in config.model_fields_set
+    if written and config.cpu_time == "multi_step" and config.num_scheduler_steps == 1:
+        raise ValueError(
+            "cpu_time: multi_step amortises the CPU time over num_scheduler_steps iterations, "
+            "and num_scheduler_steps is 1 (serial); set num_scheduler_steps > 1 or cpu_time: serial"
+        )

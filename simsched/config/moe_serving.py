@@ -14,7 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simsched.config.moe import MlaSpec
+from simsched.config.model_presets import dtype_bytes
+from simsched.config.moe import MlaSpec, attention_of
 
 Small = Annotated[int, Field(gt=0, le=2**20)]
 
@@ -27,9 +28,8 @@ class MoeServingSpec(BaseModel):
     # the busiest GPU's expert reads over the mean under uniform routing; 1 is uniform routing
     # (no fitted value yet: docs/moe.md, "Calibration")
     imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] = 1.0
-    # latency of one all-to-all (dispatch or combine); the default is the fitted latency of one
-    # tensor-parallel all-reduce over the same NVLink (hardware.py `allreduce_us`)
-    alltoall_us: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 30.2
+    # latency of one all-to-all (dispatch or combine); unset: `alltoall_latency_us` below
+    alltoall_us: Annotated[float | None, Field(ge=0, le=1e6, allow_inf_nan=False)] = None
     # the share of the GPU's roofline (its compute and memory shares) that the routed experts'
     # grouped GEMMs reach: many small GEMMs, one per expert, run below one large dense GEMM.
     # Chosen on the MoE cases of calibration/published.yaml (docs/moe.md, "Calibration")
@@ -37,6 +37,17 @@ class MoeServingSpec(BaseModel):
 
 
 NO_EXPERT_PARALLELISM = MoeServingSpec()
+
+
+def alltoall_latency_us(spec: MoeServingSpec, roofline: Any) -> float:
+    """The latency of one all-to-all, µs: `alltoall_us` when given, else the named assumption
+    ALL-TO-ALL = ALL-REDUCE: the latency of one tensor-parallel all-reduce over the same link
+    (`latency_model.allreduce_us` of the running GPU, calibrated), since no measurement in the
+    calibration material isolates an all-to-all's fixed cost (docs/moe.md, "Defaults"). Both
+    are one small NCCL collective over NVLink; a refit of `allreduce_us` carries over here."""
+    if spec.alltoall_us is not None:
+        return spec.alltoall_us
+    return roofline.allreduce_us
 
 
 def check_layout(spec: MoeServingSpec, tp: int, model: Any) -> None:
@@ -51,6 +62,23 @@ def check_layout(spec: MoeServingSpec, tp: int, model: Any) -> None:
         raise ValueError(f"ep ({spec.ep}) splits experts, and model {model.name!r} has none")
     if spec.ep > 1 and model.moe.experts % spec.ep:
         raise ValueError(f"ep ({spec.ep}) must divide the model's {model.moe.experts} experts")
+
+
+def replicated_attention_bytes(model: Any, spec: MoeServingSpec | None) -> int:
+    """Weight bytes beyond one copy that attention data parallelism holds: each of the
+    `attention_dp` attention groups keeps all of the attention weights (split over its
+    tp / attention_dp GPUs), while the experts are split once over `ep`, so
+
+        extra = (attention_dp - 1) x layers x attention params per layer x weight bytes
+
+    (DeepSeek-R1 DEP8 in FP8: 7 x 61 x 187.1M x 1 B, about 80 GB a node). Sources: TensorRT-LLM's
+    DeepSeek-R1 guide ("attention DP": every rank runs the whole attention module on its own
+    requests), SGLang's `--enable-dp-attention` (data-parallel attention replicas); docs/moe.md."""
+    dp = (spec or NO_EXPERT_PARALLELISM).attention_dp
+    if dp == 1:
+        return 0
+    per_layer = attention_of(model).params(model)
+    return int((dp - 1) * model.layers * per_layer * dtype_bytes(model, "weight"))
 
 
 def kv_copies(model: Any, tp: int, spec: MoeServingSpec | None) -> int:

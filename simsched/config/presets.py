@@ -155,13 +155,21 @@ def usable_bytes(gpu: Any, tp: int, utilization: float) -> float:
 
 
 def blocks_from_memory(
-    gpu: Any, model: Any, tp: int, utilization: float, block_size: int, copies: int = 1
+    gpu: Any,
+    model: Any,
+    tp: int,
+    utilization: float,
+    block_size: int,
+    copies: int = 1,
+    replicated_bytes: int = 0,
 ) -> int:
     """KV blocks that fit beside the weights: (usable memory - weights) / bytes per block.
 
     Activations and CUDA graphs, which vLLM also subtracts, are left out: the blocks are an
     upper bound of what vLLM would report, by a few percent for these models. `copies`: GPUs
     that each hold a token's KV (MLA's latent under attention TP, config/moe_serving.py).
+    `replicated_bytes`: weights held more than once (attention under attention data
+    parallelism, config/moe_serving.py `replicated_attention_bytes`).
     """
-    spare = usable_bytes(gpu, tp, utilization) - weight_bytes(model)
+    spare = usable_bytes(gpu, tp, utilization) - weight_bytes(model) - replicated_bytes
     return max(0, int(spare // (kv_bytes_per_token(model) * copies * block_size)))

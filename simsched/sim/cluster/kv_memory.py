@@ -64,7 +64,9 @@ class KvMemory(Protocol):
         ...
 
     def preempt(self, seq: Seq, blocks: int) -> None:
-        """The sequence is preempted holding `blocks` blocks: let them go (it will recompute)."""
+        """The sequence is preempted holding `blocks` blocks: let them go. It will recompute its
+        prompt and the tokens it emitted (`seq.target`, set by `Seq.restart`), so starting
+        again needs ceil(seq.target / block_size) blocks less what `prompt_hits` finds."""
         ...
 
     def grow(self, jump: Jump) -> None:

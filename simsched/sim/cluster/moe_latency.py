@@ -25,7 +25,12 @@ from typing import Any
 from simsched.config import presets
 from simsched.config.model_presets import DTYPE_BYTES, dtype_bytes
 from simsched.config.moe import attention_of, expert_params
-from simsched.config.moe_serving import NO_EXPERT_PARALLELISM, MoeServingSpec, kv_copies
+from simsched.config.moe_serving import (
+    NO_EXPERT_PARALLELISM,
+    MoeServingSpec,
+    alltoall_latency_us,
+    kv_copies,
+)
 from simsched.config.moe_shapes import active_params, routed_expert_params
 from simsched.sim.cluster.latency import RooflineLatency
 
@@ -100,7 +105,7 @@ class MoeRooflineLatency:
             + ffn_reduces * ring_bytes * (tp - 1) / tp
         ) / link  # per token in the batch (attention groups work on their share at once)
         self.ep, self.hidden, self.link_gbps = spec.ep, model.hidden_size, gpu.link_gbps
-        self.alltoall_us = spec.alltoall_us
+        self.alltoall_us = alltoall_latency_us(spec, config)
 
     def weights_ms(self, tokens: Any, maximum: Callable = max) -> Any:
         distinct = distinct_experts(self.experts, self.per_token, tokens)

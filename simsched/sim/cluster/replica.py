@@ -261,9 +261,14 @@ class Replica:
         return need
 
     def _preempt_newest(self, it: int) -> None:
+        """Recompute preemption, as vLLM's (V1 `Scheduler._preempt_request`: its blocks freed,
+        `num_computed_tokens = 0`, its output kept): it prefills its prompt and the tokens it has
+        emitted again, then decodes on from there (docs/continuous_batching.md, "Preemption")."""
         seq = self.running.pop(next(reversed(self.running)))
         if seq.finish >= 0:
             blocks = self.decoding.blocks_held(seq, it - 1)
+            # read from the decode set before it forgets the sequence: `restart` recomputes them
+            seq.generated = self.decoding.generated(seq, it - 1)
             self.decoding.remove(seq)
         else:
             blocks = seq.blocks

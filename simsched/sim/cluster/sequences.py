@@ -118,6 +118,15 @@ class DecodeSet:
         """Tokens the decodes put through the model in an iteration: one each."""
         return self.count
 
+    def tokens(self, seq: Seq, it: int) -> int:
+        """Tokens of `seq` during iteration `it`: its prompt, then one per decode step."""
+        return it + seq.off
+
+    def generated(self, seq: Seq, it: int) -> int:
+        """Tokens `seq` has emitted once iteration `it` has run: those it holds in the next
+        iteration past its prompt (the last of them not yet in its KV cache)."""
+        return self.tokens(seq, it + 1) - seq.prefill
+
     def blocks_held(self, seq: Seq, it: int) -> int:
         """Blocks `seq` holds once iteration `it` has run: ceil((it + off) / block_size)."""
         return ceil_div(it + seq.off, self.block_size)

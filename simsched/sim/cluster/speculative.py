@@ -135,6 +135,11 @@ class SpecDecodeSet:
         first, at_first = self.state[seq]
         return at_first + math.floor((it - first) * self.per_step)
 
+    def generated(self, seq: Seq, it: int) -> int:
+        """Tokens `seq` has emitted once iteration `it` has run (`it` from the iteration that
+        completed its prefill): those it holds in the next iteration past its prompt."""
+        return self.tokens(seq, it + 1) - seq.prefill
+
     def blocks_held(self, seq: Seq, it: int) -> int:
         """Blocks `seq` holds once iteration `it` has run (its prefill's before it decodes)."""
         if seq not in self.state:  # just finished: what it held in its last step

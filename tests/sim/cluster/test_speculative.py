@@ -140,11 +140,6 @@ def test_spec_runs_release_every_block_and_ignore_fast_forward(tmp_path: Path) -
 NGRAM = "\n  speculative: {method: ngram, tokens: 2, acceptance: 0.7}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="replica.py restarts a preempted decode's output from its first token; fixing it "
-    "moves 16 calibration cases (docs/continuous_batching.md fidelity), so it needs a refit",
-)
 @pytest.mark.parametrize("spec", ["", NGRAM])
 def test_a_preempted_decode_recomputes_what_it_emitted_and_resumes_after_it(
     spec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -1,0 +1,36 @@
+"""The all-to-all's fixed latency: `moe_serving.alltoall_us` when given, else the named
+assumption that it equals the running latency model's `allreduce_us` (config/moe_serving.py,
+`alltoall_latency_us`; docs/moe.md), so one calibrated value drives both collectives."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from simsched.config import presets
+from simsched.config.hardware import ModelSpec, RooflineLatencyConfig
+from simsched.config.moe_serving import MoeServingSpec
+from simsched.sim.cluster.moe_latency import MoeRooflineLatency
+
+H200 = SimpleNamespace(**presets.GPU_PRESETS["h200"])
+R1 = ModelSpec(name="deepseek-r1", **presets.MODEL_PRESETS["deepseek-r1"])
+DEP8 = MoeServingSpec(ep=8, attention_dp=8)
+
+
+def decode_ms(allreduce_us: float, serving: MoeServingSpec = DEP8) -> float:
+    config = RooflineLatencyConfig(kind="roofline", allreduce_us=allreduce_us)
+    return MoeRooflineLatency(config, H200, R1, 8, serving).iteration_ms(0, 0, 0, 64, 0)
+
+
+def test_unset_alltoall_follows_the_all_reduce_latency_by_hand() -> None:
+    # DeepSeek-R1 DEP8: 3 dense layers all-reduce their FFN, 58 MoE layers dispatch and combine
+    # (116 all-to-alls); 40 us more on each collective is 119 x 0.04 ms
+    assert decode_ms(50.0) - decode_ms(10.0) == pytest.approx(119 * 0.040, rel=1e-9)
+
+
+def test_a_given_alltoall_latency_wins_over_the_all_reduce() -> None:
+    pinned = DEP8.model_copy(update={"alltoall_us": 10.0})
+    # only the 3 all-reduces move now
+    assert decode_ms(50.0, pinned) - decode_ms(10.0, pinned) == pytest.approx(3 * 0.040, rel=1e-9)
+    assert decode_ms(10.0, pinned) == decode_ms(10.0)  # the same value, given or assumed
