@@ -14,7 +14,7 @@ import itertools
 import math
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -240,6 +240,18 @@ def low_dpi(monkeypatch: pytest.MonkeyPatch) -> None:
     from simsched.outputs.report import page
 
     monkeypatch.setattr(page, "DPI", TEST_DPI)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def every_report_at_low_dpi() -> Iterator[None]:
+    """Every test draws its figures at the low DPI, inside tests/outputs or not (CLI, plan and
+    cache tests write reports too): no test checks pixels, and rasterising at 100 DPI costs
+    seconds a report. Set once per test process; `low_dpi` stays for tests that ask for it."""
+    from simsched.outputs.report import page
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(page, "DPI", TEST_DPI)
+        yield
 
 
 @pytest.fixture

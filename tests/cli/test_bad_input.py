@@ -451,6 +451,7 @@ def test_usage_errors_exit_2_without_a_traceback(
     assert "Traceback" not in err + out
 
 
+@pytest.mark.slow  # the one real process
 def test_the_installed_script_reports_bad_input(tmp_path: Path) -> None:
     """The one real process: exit status and stderr as a shell sees them."""
     (tmp_path / "x.yaml").write_text("tenants: []\n", encoding="utf-8")

@@ -235,6 +235,7 @@ def installed_script() -> str:
     return found
 
 
+@pytest.mark.slow  # the installed script in real processes
 def test_installed_console_script(tmp_path: Path) -> None:
     """The real script, in a real process: help, then the study as JSON."""
     script = installed_script()

@@ -54,6 +54,7 @@ def _terminate(process: subprocess.Popen) -> str:
     return err
 
 
+@pytest.mark.slow  # a real process, signalled
 def test_sigterm_during_a_run_leaves_nothing(tmp_path: Path, processes) -> None:
     process = _start(tmp_path, "scenario", str(STUDY), "--set", SLOW, "--out", "out")
     # signal once the handler is in place: a fixed sleep raced the import on a loaded machine
@@ -66,6 +67,7 @@ def test_sigterm_during_a_run_leaves_nothing(tmp_path: Path, processes) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # a real process and its workers, signalled
 def test_sigterm_stops_sweep_workers(tmp_path: Path, processes) -> None:
     process = _start(
         tmp_path, "sweep", str(STUDY), "--set", SLOW, "--grid", "seed=1,2,3,4", "--jobs", "2",

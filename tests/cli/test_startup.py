@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
+# slow: each check starts a fresh interpreter, which is the point; `make test-slow` runs them.
+pytestmark = pytest.mark.slow
 
 
 def loaded_after(code: str) -> set[str]:

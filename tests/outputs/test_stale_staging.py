@@ -61,6 +61,7 @@ def test_staging_names_carry_the_writer_id(tmp_path: Path) -> None:
         assert remove_stale_staging(tmp_path, "out") == []  # our own: alive
 
 
+@pytest.mark.slow  # a real writer process, killed
 @pytest.mark.skipif(sys.platform != "linux", reason="SIGKILL of a child")
 def test_sigkill_mid_write_then_a_rerun_leaves_only_the_output(tmp_path: Path) -> None:
     # a writer that stages, writes part of a file and is killed before publishing

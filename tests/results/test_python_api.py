@@ -65,6 +65,7 @@ def test_repr_is_a_short_summary() -> None:
     assert len(text.splitlines()) == 3 and "% shed" in text
 
 
+@pytest.mark.slow  # a real script whose worker processes fail to start
 def test_a_sweep_without_a_main_guard_raises_what_to_do(tmp_path: Path) -> None:
     script = tmp_path / "unguarded.py"
     script.write_text(

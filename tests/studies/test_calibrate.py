@@ -58,6 +58,8 @@ def calibration_file(folder: Path, measured: dict[str, float] | None = None) -> 
     return path
 
 
+# slow: a real least-squares fit over three cases, some 10 s; `make test-slow` runs it.
+@pytest.mark.slow
 def test_recovers_known_settings_within_one_percent(tmp_path: Path) -> None:
     result = calibrate(calibration_file(tmp_path), jobs=1)
     for value, truth in zip(result.fitted, TRUE.values(), strict=True):

@@ -68,6 +68,7 @@ except InputError as exc:
 """
 
 
+@pytest.mark.slow  # a fresh interpreter per impostor, waiting out a connect timeout
 def test_a_server_that_is_not_dask_fails_in_time(impostor: str) -> None:
     run = subprocess.run(
         [sys.executable, "-c", PROBE, impostor], capture_output=True, text=True, timeout=120

@@ -147,6 +147,7 @@ def test_token_server_has_no_cost() -> None:
     assert len(result.plans) == 2 and result.answer == 1600
 
 
+@pytest.mark.slow  # starts a dask LocalCluster
 def test_plan_on_dask_gives_the_serial_answer() -> None:
     distributed = pytest.importorskip("distributed")
     noisy = REPO / "scenarios" / "noisy_neighbor.yaml"

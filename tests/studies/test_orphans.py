@@ -52,6 +52,8 @@ def test_a_waiter_for_a_process_already_gone_returns() -> None:
         wait(process.pid)  # returns at once
 
 
+# slow: a real sweep or plan process with workers, killed, then the process table watched.
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [

@@ -89,6 +89,8 @@ def test_failing_point_is_isolated(local: pd.DataFrame) -> None:
     assert "must not exceed interactive_kv_watermark" in message
 
 
+# slow: starts a dask LocalCluster (with worker processes in one case).
+@pytest.mark.slow
 @pytest.mark.parametrize("processes", [False, True])  # threads, then pickled tasks
 def test_dask_local_cluster_gives_the_local_table(local: pd.DataFrame, processes: bool) -> None:
     distributed = pytest.importorskip("distributed")
