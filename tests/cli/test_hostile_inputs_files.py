@@ -85,6 +85,9 @@ HF_CASES = [
     ({"hidden_size": 500}, ["hidden_size", "multiple of num_attention_heads"]),
     ({"vocab_size": 2**31}, ["vocab_size"]),
     ({"tie_word_embeddings": "yes"}, ["tie_word_embeddings"]),
+    ({"torch_dtype": True}, ["torch_dtype", "not true"]),  # was taken as bf16 in silence
+    ({"torch_dtype": 16}, ["torch_dtype", "not 16"]),
+    ({"text_config": {"torch_dtype": [1]}}, ["text_config.torch_dtype", "not list"]),
     # each field within its bound, the product not: 1000 layers of a 1,048,576-wide model hold
     # at least 1000 x 12 x 1,048,576^2 ~ 1.3e16 parameters, over 1e15 (was blamed on
     # cluster.model.params, a setting the user never wrote)
