@@ -16,6 +16,7 @@ import typer
 
 from simsched import __version__
 from simsched.cli.options import FileArg, Format, SetOption, named_by
+from simsched.cli.startup import release_interrupts
 from simsched.cli.studies import register as register_analysis_commands
 from simsched.errors import InputError
 
@@ -221,6 +222,9 @@ def main() -> None:
         sys.exit(2)
     except Terminated:
         _interrupted()
+    except KeyboardInterrupt:  # Ctrl-C outside a command's body (click handles it inside)
+        typer.echo("simsched: interrupted", err=True)
+        sys.exit(128 + signal.SIGINT)
     except Exception:
         # the signal's exception raised inside a library that wraps what it catches (pydantic
         # building a validator turns it into a SchemaError): still the signal, not a bug
@@ -254,6 +258,8 @@ def _one_line(message: str) -> str:
     # messages quoted from parsers (YAML, CSV) may carry newlines; a user gets a single line
     return " ".join(message.split())
 
+
+release_interrupts()  # the command is built: Ctrl-C raises KeyboardInterrupt again (startup.py)
 
 if __name__ == "__main__":
     main()

@@ -125,6 +125,7 @@ def from_hf_config(path: str) -> dict[str, Any]:
     """
     raw = _read_hf_config(path)
     source, path = path, display_path(path)  # messages show it as the user would type it
+    _check_dtype_names(raw, path)
     from simsched.config import hf_moe  # it computes with moe_shapes, which imports this module
 
     if hf_moe.is_moe(raw):
@@ -189,6 +190,18 @@ def _weight_dtype(raw: dict[str, Any]) -> dict[str, str]:
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
     dtype = _HF_DTYPES.get(str(text.get("torch_dtype", raw.get("torch_dtype", "bfloat16"))))
     return {"weight_dtype": dtype} if dtype else {}
+
+
+def _check_dtype_names(raw: dict[str, Any], path: str) -> None:
+    """`torch_dtype`, where given, is a name: `true` or 16 is a mistake, which `_HF_DTYPES`
+    would otherwise pass over in silence and the weights be taken as bf16."""
+    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}
+    for where, mapping in (("torch_dtype", raw), ("text_config.torch_dtype", text)):
+        value = mapping.get("torch_dtype")
+        if value is not None and not isinstance(value, str):
+            shown = json.dumps(value) if isinstance(value, (bool, int, float)) else type(
+                value).__name__  # fmt: skip
+            raise ValueError(f'{path}: {where} must be a name such as "bfloat16", not {shown}')
 
 
 def _read_hf_config(path: str) -> dict[str, Any]:

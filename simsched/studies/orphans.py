@@ -8,20 +8,42 @@ the tracker would run on, each holding its memory. Each worker therefore starts 
 that waits for the command to end and then ends the worker at once; the forkserver and the
 tracker follow, as the last holder of their pipes is gone.
 
+`watched_pool` builds such a pool; the sweep/plan runner and the calibration fit both use it.
+
 Two ways to wait, picked once: a pidfd (Linux 5.3+), readable when the process ends, or, where
 there is none, asking every second whether the process still exists.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import select
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 
 POLL_S = 1.0  # how often the polling watcher asks
 EXIT_STATUS = 70  # EX_SOFTWARE: the worker did not finish, its command is gone
+
+
+def watched_pool(jobs: int) -> ProcessPoolExecutor:
+    """A pool of `jobs` clean workers (forkserver, or spawn where there is none), each ending
+    itself once this process has ended, whether or not it stopped them."""
+    return ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context(start_method()),
+        initializer=watch_parent,
+        initargs=(os.getpid(),),
+    )
+
+
+def start_method() -> str:
+    # fork copies whatever threads the caller runs (a Dask client, a notebook's); forkserver
+    # and spawn start clean workers
+    methods = multiprocessing.get_all_start_methods()
+    return "forkserver" if "forkserver" in methods else "spawn"
 
 
 def watch_parent(parent_pid: int) -> None:

@@ -8,8 +8,6 @@ come back in task order, and a point that fails is that point's outcome, not the
 from __future__ import annotations
 
 import json
-import multiprocessing
-import os
 import socket
 import struct
 import threading
@@ -24,7 +22,7 @@ from simsched.errors import InputError
 from simsched.results.simulate import simulate
 from simsched.results.tenants import metrics_rows
 from simsched.studies.grid import relabel
-from simsched.studies.orphans import watch_parent
+from simsched.studies.orphans import watched_pool
 
 Progress = Callable[[int, int], None]
 Outcome = tuple[list[dict[str, Any]], str | None]  # a point's metrics rows, or its error
@@ -97,14 +95,8 @@ class LocalPool:
 
     def __enter__(self) -> LocalPool:
         if self.jobs > 1:
-            context = multiprocessing.get_context(_start_method())
             # each worker ends itself if this process dies without stopping it (SIGKILL)
-            self.pool = ProcessPoolExecutor(
-                max_workers=self.jobs,
-                mp_context=context,
-                initializer=watch_parent,
-                initargs=(os.getpid(),),
-            )
+            self.pool = watched_pool(self.jobs)
         return self
 
     def __exit__(self, exc_type: type | None, *exc: object) -> None:
@@ -149,13 +141,6 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     # shutdown() alone would wait for the points they are running.
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         process.terminate()
-
-
-def _start_method() -> str:
-    # fork copies whatever threads the caller runs (a Dask client, a notebook's); forkserver
-    # and spawn start clean workers
-    methods = multiprocessing.get_all_start_methods()
-    return "forkserver" if "forkserver" in methods else "spawn"
 
 
 def _outcome(future: Future | Any) -> Outcome:

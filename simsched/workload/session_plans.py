@@ -17,6 +17,7 @@ from simsched.config.classes import CLASS_INDEX
 from simsched.workload.arrivals import arrival_times
 from simsched.workload.lengths import DECODE, draw_lengths, draw_token_lengths
 from simsched.workload.limits import check_times
+from simsched.workload.session_horizon import check_session_horizon
 
 
 @dataclass
@@ -99,6 +100,8 @@ def _plan(tenant, index: int, rng: np.random.Generator, prefix_rng) -> SessionPl
         if spec.think_time_ms is not None
         else np.zeros(total, dtype=np.int64)
     )
+    if spec.kind == "sessions":
+        check_session_horizon(spec, starts, turns, think, f"tenants[{index}].arrivals")
     system = tenant.prefix
     sessions = len(turns)
     if system is None:

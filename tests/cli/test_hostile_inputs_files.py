@@ -10,7 +10,6 @@ or boolean number in a calibration file.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from pathlib import Path
@@ -21,9 +20,9 @@ from hypothesis import strategies as st
 
 from simsched.config.loading import load_scenario
 from simsched.errors import InputError
+from tests.cli.conftest import TINY_SHAPE
 
-SHAPE = {"hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2,
-         "num_hidden_layers": 2, "intermediate_size": 1024, "vocab_size": 1000}  # fmt: skip
+SHAPE = TINY_SHAPE
 SCENARIO = """name: tiny
 seed: 1
 cluster:
@@ -46,26 +45,7 @@ SLO = ("--slo", "all.p99_ttft_ms<=1000")
 FIXTURE_REUSED = [HealthCheck.function_scoped_fixture]
 
 
-@pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "m").mkdir()
-    _config(tmp_path, {})
-    (tmp_path / "s.yaml").write_text(SCENARIO, encoding="utf-8")
-    (tmp_path / "cal.yaml").write_text(CALIBRATION, encoding="utf-8")
-    return tmp_path
-
-
-@pytest.fixture(autouse=True)
-def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every refusal here comes before a simulation would start."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a simulation started: the input was not refused up front")
-
-    for module in ("simsched.studies.runners", "simsched.studies.sweep"):
-        importlib.import_module(module)  # they bind `simulate` on import: before the patch
-    monkeypatch.setattr("simsched.results.simulate.simulate", refuse)
+pytestmark = pytest.mark.usefixtures("no_simulation")  # the folder fixtures: conftest.py
 
 
 def _config(folder: Path, changes: dict, raw: str | None = None) -> None:
@@ -105,6 +85,9 @@ HF_CASES = [
     ({"hidden_size": 500}, ["hidden_size", "multiple of num_attention_heads"]),
     ({"vocab_size": 2**31}, ["vocab_size"]),
     ({"tie_word_embeddings": "yes"}, ["tie_word_embeddings"]),
+    ({"torch_dtype": True}, ["torch_dtype", "not true"]),  # was taken as bf16 in silence
+    ({"torch_dtype": 16}, ["torch_dtype", "not 16"]),
+    ({"text_config": {"torch_dtype": [1]}}, ["text_config.torch_dtype", "not list"]),
     # each field within its bound, the product not: 1000 layers of a 1,048,576-wide model hold
     # at least 1000 x 12 x 1,048,576^2 ~ 1.3e16 parameters, over 1e15 (was blamed on
     # cluster.model.params, a setting the user never wrote)

@@ -9,7 +9,6 @@ exit 2, one line naming the output and the input, and the input's bytes and mtim
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from collections.abc import Callable
@@ -17,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-CONFIG = {"hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2,
-          "num_hidden_layers": 2, "intermediate_size": 1024, "vocab_size": 1000}  # fmt: skip
+from tests.cli.conftest import TINY_SHAPE
+
+CONFIG = TINY_SHAPE
 SCENARIO = """name: tiny
 seed: 1
 cluster:
@@ -38,30 +38,23 @@ PLAN = ("--vary", "cluster.replicas", "--range", "1:2", "--slo", "all.p99_ttft_m
 
 
 @pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "m").mkdir()
-    (tmp_path / "m" / "config.json").write_text(json.dumps(CONFIG), encoding="utf-8")
-    (tmp_path / "s.yaml").write_text(SCENARIO, encoding="utf-8")
-    (tmp_path / "trace.csv").write_text(TRACE, encoding="utf-8")
-    (tmp_path / "cal.yaml").write_text(CALIBRATION, encoding="utf-8")
-    (tmp_path / "v.json").write_text('{"median_ttft_ms": 40.0}', encoding="utf-8")
-    (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "requests.csv").write_text("request_id\n", encoding="utf-8")
-    (tmp_path / "t.csv").write_text("point,variant,tenant\n", encoding="utf-8")
-    return tmp_path
+def folder(folder: Path) -> Path:
+    """conftest.py's folder, with a trace, a vLLM result and two earlier outputs."""
+    (folder / "trace.csv").write_text(TRACE, encoding="utf-8")
+    (folder / "v.json").write_text('{"median_ttft_ms": 40.0}', encoding="utf-8")
+    (folder / "results").mkdir()
+    (folder / "results" / "requests.csv").write_text("request_id\n", encoding="utf-8")
+    (folder / "t.csv").write_text("point,variant,tenant\n", encoding="utf-8")
+    return folder
 
 
 @pytest.fixture
-def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The refusal must come before any simulation starts."""
+def no_simulation(no_simulation: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """conftest.py's guard, and no workload built either."""
 
     def refuse(*args, **kwargs):
         raise AssertionError("the run started before its outputs were checked")
 
-    for module in ("simsched.studies.runners", "simsched.studies.sweep"):
-        importlib.import_module(module)  # they bind `simulate` on import: before the patch
-    monkeypatch.setattr("simsched.results.simulate.simulate", refuse)
     monkeypatch.setattr("simsched.workload.build.build_workload", refuse)
 
 

@@ -85,3 +85,52 @@ def test_sigkill_leaves_no_process_behind(
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     assert not left
+
+
+# A case heavy enough to still run when the parent is killed: a few minutes of saturating load.
+SLOW_CASE = """name: slow
+seed: 1
+tenants:
+  - id: load
+    arrivals: {kind: poisson, rate_per_s: 4000, duration_s: 60}
+    prefill_tokens: 200
+    decode_tokens: 50
+cluster: {service_model: continuous_batching}
+admission: {enabled: false}
+"""
+
+
+def _slow_calibration(folder: Path) -> Path:
+    (folder / "slow.yaml").write_text(SLOW_CASE, encoding="utf-8")
+    cases = "".join(
+        f"  - {{name: {name}, scenario: slow.yaml, metric: mean_tpot_ms, measured: 20}}\n"
+        for name in ("first", "second")  # two cases: one per worker
+    )
+    path = folder / "cal.yaml"
+    path.write_text(
+        "settings:\n  - {path: cluster.latency_model.overhead_ms, low: 0, high: 5}\n"
+        f"cases:\n{cases}",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_sigkill_of_calibrate_leaves_no_process_behind(tmp_path: Path, processes) -> None:
+    calibration = _slow_calibration(tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "simsched", "calibrate", str(calibration), "--jobs", "2"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    processes.wait_until(lambda: len(processes.in_session(process.pid)) >= 5, 30.0, poll_s=0.2)
+    assert len(processes.in_session(process.pid)) >= 5, "the workers did not start"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    processes.wait_until(lambda: not processes.in_session(process.pid), 15.0)
+    left = processes.in_session(process.pid)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert not left

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from simsched.config.loading import load_scenario
 from simsched.results.simulate import simulate
 from simsched.studies.calibration.metrics import metric
 from simsched.studies.calibration.spec import CalibrationFile, case_overrides, load_calibration
+from simsched.studies.orphans import watched_pool
 
 DIFF_STEP = 0.02  # of each setting's range (the scaled unit)
 TOLERANCE = 1e-3  # stop when a step improves the cost or moves the settings by less than 0.1%
@@ -59,7 +59,8 @@ class Evaluator:
         self.base = path.parent
         self.progress = progress
         self.spec = spec
-        self.pool = ProcessPoolExecutor(jobs) if jobs > 1 else None
+        # each worker ends itself if this process dies without stopping it (SIGKILL)
+        self.pool = watched_pool(jobs) if jobs > 1 else None
         self.cache: dict[tuple[float, ...], list[float]] = {}
 
     def jobs(self, values: tuple[float, ...] | None) -> list[tuple[str, tuple[str, ...], str]]:
