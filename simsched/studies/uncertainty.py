@@ -15,6 +15,7 @@ from typing import Any
 from simsched.errors import InputError
 from simsched.studies.bisection import PlanResult
 from simsched.studies.fleet import FleetPlan, shown
+from simsched.studies.plan_numbers import share_text
 
 CALIBRATION_MEDIAN_ERROR = 0.058
 MARGIN_SOURCE = "the calibration's median absolute error, docs/continuous_batching.md, Fidelity"
@@ -73,15 +74,18 @@ def runner_up_notes(fleet: FleetPlan, margin: float) -> list[str]:
         return ["runner-up: none (no other combination meets every SLO in the range)"]
     share = gap(fleet.best, other)
     extra = other.cost_per_hour - fleet.best.cost_per_hour
-    text = f"runner-up: {option(fleet, other)}, +${extra:.2f}/hour ({share:+.1%})"
+    text = (
+        f"runner-up: {option(fleet, other)}, +${extra:.2f}/hour ({share_text(share, signed=True)})"
+    )
     notes = [text]
     for plan in fleet.plans:
         within = plan.answer is not None and plan is not fleet.best
         share = gap(fleet.best, plan) if within else None
         if share is not None and share <= margin:
             notes.append(
-                f"near-tie: {option(fleet, plan)} costs {share:+.1%} against the answer "
-                f"{option(fleet, fleet.best)}, within the {margin:.1%} margin ({_source(margin)}); "
+                f"near-tie: {option(fleet, plan)} costs {share_text(share, signed=True)} "
+                f"against the answer {option(fleet, fleet.best)}, within the "
+                f"{share_text(margin)} margin ({_source(margin)}); "
                 "the model cannot tell them apart: weigh both"
             )
     return notes
@@ -129,8 +133,8 @@ def model_error_note(fleet: FleetPlan, error: float, moved: list[Shifted]) -> st
         if len(same) == len(moved)
         else "the answer does not survive: size for the pessimistic case, or measure"
     )
-    parts = "; ".join(f"efficiencies {m.shift:+.0%}: {m.text}" for m in moved)
-    return f"model error +-{error:.0%}: {parts}; {verdict}"
+    parts = "; ".join(f"efficiencies {share_text(m.shift, signed=True)}: {m.text}" for m in moved)
+    return f"model error +-{share_text(error)}: {parts}; {verdict}"
 
 
 EFFICIENCY_SCALE = "cluster.efficiency_scale"

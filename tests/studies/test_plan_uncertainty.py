@@ -103,7 +103,7 @@ def test_headroom_is_the_largest_load_scale_the_answer_absorbs(tmp_path) -> None
                  ["all.submitted<=122"], step=10)  # fmt: skip
     assert fleet.answer == 40
     assert (fleet.headroom.met, fleet.headroom.missed) == (1.2, 1.25)
-    assert "headroom: +20% load; load_scale in [1.2, 1.25)" in fleet.notes[-1]
+    assert "headroom: +20.0% load; load_scale in [1.2, 1.25)" in fleet.notes[-1]
     assert fleet.to_json_dict()["headroom"]["met"] == 1.2
     quiet = plan(counting_scenario(tmp_path), "cluster.service_tokens_per_ms", "40:50",
                  ["all.submitted<=122"], step=10, headroom=False)  # fmt: skip
@@ -137,7 +137,7 @@ def test_model_error_replans_with_efficiencies_moved_both_ways(tmp_path) -> None
     # a slower model never needs fewer replicas (none in the range: more), a faster one never more
     needed = [math.inf if a is None else a for a in (slower.answer, fleet.answer, faster.answer)]
     assert needed == sorted(needed, reverse=True) and fleet.answer is not None
-    assert fleet.notes[-1].startswith("model error +-30%: efficiencies -30%: ")
+    assert fleet.notes[-1].startswith("model error +-30.0%: efficiencies -30.0%: ")
     survives = slower.answer == faster.answer == fleet.answer
     assert ("the answer survives" in fleet.notes[-1]) == survives
 
