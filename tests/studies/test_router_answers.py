@@ -38,6 +38,32 @@ def test_the_default_router_answers_as_least_outstanding_and_no_worse() -> None:
     assert default.cost_per_hour <= min(outstanding.cost_per_hour, least_kv.cost_per_hour)
 
 
+FLEET_PLANNING = REPO / "scenarios" / "fleet_planning.yaml"
+
+
+def readme_answer(router: str):
+    """The README's `fleet_planning` example (three seeds), under `router`."""
+    fleet = plan(
+        FLEET_PLANNING,
+        "cluster.replicas",
+        "1:8",
+        ["interactive.p99_ttft_ms<=500"],
+        over=GPUS,
+        minimize="cost",
+        seeds=3,
+        overrides=[f"cluster.router={router}"],
+        headroom=False,
+    )
+    return fleet.best
+
+
+def test_the_readme_example_answers_alike_under_the_default_router_and_least_outstanding():
+    default, outstanding = readme_answer("llm_d"), readme_answer("least_outstanding")
+    assert default.combo == outstanding.combo
+    assert abs(default.answer - outstanding.answer) <= 1
+    assert default.cost_per_hour <= outstanding.cost_per_hour
+
+
 def test_plan_notes_a_router_the_docs_warn_about(tmp_path) -> None:
     path = tmp_path / "small.yaml"
     path.write_text(
