@@ -1,6 +1,7 @@
-"""A capacity answer a planner can trust: the default router (llm-d's profile) gives the same
-answer as `least_outstanding`, within one replica, and no worse than either that or `least_kv`,
-whose blind spot (waiting requests hold no blocks) piles work onto one replica.
+"""A capacity answer a planner can trust: the default router (llm-d's default weights, with
+simsched's queue scorer) gives the same answer as `least_outstanding`, within one replica, and
+no worse than either that or `least_kv`, whose blind spot (waiting requests hold no blocks)
+piles work onto one replica.
 
 The study is tests/data/three_tenant_study.yaml: chat with a shared system prompt, a bursty IDE
 tenant (gamma, cv 3) and batch RAG on Llama 3 8B, p99 TTFT <= 800 ms, A100 against H100.
