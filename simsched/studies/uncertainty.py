@@ -149,22 +149,29 @@ def moved_efficiency(shift: float) -> str:
 def check_uncertainty(
     tie_margin: float, model_error: float | None, scenario: Any, label: str
 ) -> None:
-    """Both shares in range, and a latency model with efficiencies to move."""
+    """Both shares in range, and a latency model with efficiencies to move. In Python both are
+    shares (0.058 is 5.8%); the command line takes percent and checks its own range first
+    (`cli.plan`), so a percent given to Python (5.8) is refused here, naming the unit."""
     if not 0 <= tie_margin < 1:
-        raise InputError(
-            label, "--tie-margin", f"must be in [0, 100) percent, got {tie_margin * 100:.4g}"
-        )
+        raise InputError(label, "tie_margin", _share_message(tie_margin, "[0, 1)", "--tie-margin"))
     if model_error is None:
         return
     if not 0 < model_error < 1:
         raise InputError(
-            label, "--model-error", f"must be in (0, 100) percent, got {model_error * 100:.4g}"
+            label, "model_error", _share_message(model_error, "(0, 1)", "--model-error")
         )
     latency = getattr(scenario.cluster, "latency_model", None)
     kind = getattr(latency, "kind", scenario.cluster.service_model)
     if kind != "roofline":
         raise InputError(
             label,
-            "--model-error",
+            "model_error (--model-error)",
             f"moves the roofline latency model's efficiencies; this scenario's model is {kind}",
         )
+
+
+def _share_message(value: float, bounds: str, flag: str) -> str:
+    return (
+        f"is a share in {bounds} (0.058 is 5.8%), got {value:g}; the command line's {flag} "
+        "takes percent, Python's keyword a share"
+    )

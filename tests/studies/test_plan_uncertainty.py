@@ -178,3 +178,25 @@ def test_headroom_is_skipped_with_a_note_when_a_tenant_sets_its_own_pace(tmp_pat
     assert any(
         note.startswith("headroom not computed: tenant 'ide': closed-loop") for note in result.notes
     )
+
+
+def test_tie_margin_is_a_share_in_python_and_a_percent_on_the_command_line(tmp_path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from simsched.cli.studies import register
+
+    path = counting_scenario(tmp_path)
+    with pytest.raises(InputError) as caught:  # 5.8 meant as percent: refused, naming the unit
+        plan(path, "cluster.service_tokens_per_ms", "40:50", ["all.submitted<=122"],
+             tie_margin=5.8)  # fmt: skip
+    assert caught.value.where == "tie_margin"
+    assert "is a share in [0, 1) (0.058 is 5.8%), got 5.8" in caught.value.message
+    app = typer.Typer()
+    register(app)
+    args = ["plan", str(path), "--vary", "cluster.service_tokens_per_ms", "--range", "40:50",
+            "--slo", "all.submitted<=122"]  # fmt: skip
+    refused = CliRunner().invoke(app, [*args, "--tie-margin", "150"])
+    error = refused.exception  # the command's entry point prints it and exits 2
+    assert isinstance(error, InputError) and error.where == "--tie-margin"
+    assert error.message == "must be in [0, 100) percent, got 150"
