@@ -68,13 +68,14 @@ def kv_occupancy(data: ScenarioData, folder: Path) -> Plot:
         cluster = rows.groupby("time_ms")[["kv_blocks_used", "kv_blocks_total"]].sum()
         ax.plot(cluster.index / 1000, _percent_used(cluster), label="cluster")
         if rows["replica"].nunique() > 1:  # one thin line per replica under the total
-            for replica, part in rows.groupby("replica"):
+            # one legend entry for them all: a legend row per replica would cover the panel
+            for index, (_, part) in enumerate(rows.groupby("replica")):
                 ax.plot(
                     part.time_ms / 1000,
                     _percent_used(part),
                     linewidth=0.6,
                     alpha=0.6,
-                    label=f"replica {replica}",
+                    label="each replica" if index == 0 else "_nolegend_",
                 )
         decorate(ax, variant, "time (s)", "KV blocks in use (%)")
     return save(
