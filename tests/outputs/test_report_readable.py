@@ -313,3 +313,34 @@ def test_autoscaling_figures_have_one_legend_clear_of_the_panels(
     check_figure("kv_occupancy.png", kv)
     for ax in kv.axes:  # four replicas in the fixed pool: the cluster line and one for them all
         assert [t.get_text() for t in ax.get_legend().get_texts()] == ["cluster", "each replica"]
+
+
+def test_variant_panels_share_one_legend_and_log_ticks_read_plainly(noisy_neighbor_report) -> None:
+    """Two variants with the same tenants: one legend under the panels, none on them (a legend
+    inside a CDF panel covers its lines); log tick labels below 1 read 0.8, not 8e-01."""
+    drawn = noisy_neighbor_report.figures
+    for name in ("ttft_cdf.png", "tpot_cdf.png", "service_share.png"):
+        fig = drawn[name]
+        assert len(fig.legends) == 1, name
+        assert all(ax.get_legend() is None for ax in fig.axes), name
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert {"tenant_chat_pro", "tenant_ide_assist", "tenant_batch_rag"} <= set(labels)
+    for ax in drawn["tpot_cdf.png"].axes:
+        shown = x_labels_in_view(ax)
+        assert shown and not any(re.search(r"\de[-\u2212+]", s) for s in shown), shown
+
+
+def test_panels_that_disagree_keep_their_own_legends() -> None:
+    from matplotlib.figure import Figure
+
+    from simsched.outputs.report.legends import shared_legend
+
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    left.plot([0, 1], label="a")
+    left.plot([0, 1], label="b")
+    right.plot([0, 1], label="b")  # b takes the first colour here: a shared legend would lie
+    for ax in (left, right):
+        ax.legend()
+    assert not shared_legend(fig, [left, right])
+    assert left.get_legend() is not None and not fig.legends

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from simsched.outputs.report.data import ScenarioData
+from simsched.outputs.report.legends import shared_legend
 from simsched.outputs.report.page import Plot, decorate, figure, save, variant_panels
 from simsched.results.flow_shed import FLOW_SHED_REASONS
 from simsched.results.frames import admitted
@@ -51,6 +52,7 @@ def latency_cdf(data: ScenarioData, folder: Path, column: str, name: str, slos: 
         if ax.lines and any(len(line.get_xdata()) for line in ax.lines):
             ax.set_xscale("log")
         decorate(ax, variant, f"{name} (ms, log scale)", "fraction of admitted requests")
+    shared_legend(fig, [ax for ax in fig.axes])
     return save(
         fig,
         folder,
@@ -119,6 +121,7 @@ def service_share(data: ScenarioData, folder: Path) -> Plot:
             (line,) = ax.plot(times / 1000, share, label=tenant)
             ax.axhline(weight, color=line.get_color(), linestyle="--", linewidth=0.8)
         decorate(ax, variant, "dispatch time (s)", "cumulative service-token share")
+    shared_legend(fig, [ax for ax in fig.axes])
     return save(
         fig,
         folder,
