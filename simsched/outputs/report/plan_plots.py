@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.outputs.report.legends import shared_legend
 from simsched.outputs.report.page import Plot, decorate, save, small_multiples, write_index
 from simsched.outputs.report.targets import TARGET_GID
 from simsched.outputs.report_files import PLAN_REPORT_FILES
@@ -102,8 +103,7 @@ def slo_plot(document: dict[str, Any], plans: list[dict], folder: Path) -> Plot:
         ax.axhline(limit, color="red", linestyle="--", linewidth=1, gid=TARGET_GID,
                    label=f"target {op} {limit:g}")  # fmt: skip
         decorate(ax, text, document["knob"], key)
-        # beside the panel, not on it: the lines fill the panel from corner to corner
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    shared_legend(fig, list(fig.axes))  # under the panels, not on the lines they fill
     return save(
         fig,
         folder,
