@@ -223,7 +223,15 @@ def processes() -> type[ProcessTable]:
 def record_figures(patch: pytest.MonkeyPatch, seen: dict[str, Any]) -> None:
     """Keep in `seen`, by file name, every figure a report or plot function saves (saving draws
     it, so its tick labels exist); the figures are still drawn and saved as usual."""
-    from simsched.outputs.report import cache_plots, page, plan_plots, scenario_plots, sweep_plots
+    from simsched.outputs.report import (
+        cache_plots,
+        chargeback_plots,
+        page,
+        plan_plots,
+        scaling_plots,
+        scenario_plots,
+        sweep_plots,
+    )
 
     real = page.save
 
@@ -231,7 +239,8 @@ def record_figures(patch: pytest.MonkeyPatch, seen: dict[str, Any]) -> None:
         seen[file] = fig
         return real(fig, folder, file, title, caption)
 
-    for module in (page, scenario_plots, sweep_plots, plan_plots, cache_plots):
+    modules = (page, scenario_plots, sweep_plots, plan_plots, cache_plots, scaling_plots)
+    for module in (*modules, chargeback_plots):
         patch.setattr(module, "save", keep, raising=False)
 
 

@@ -143,7 +143,7 @@ def plan(
             dask_address=dask,
             on_probe=show,
             headroom=headroom,
-            **_uncertainty(tie_margin, model_error),
+            **_uncertainty(file, tie_margin, model_error),
         )
     line.close()
     if report is not None:
@@ -156,8 +156,17 @@ def plan(
         raise typer.Exit(ANSWER_IS_NO)
 
 
-def _uncertainty(tie_margin: float | None, model_error: float | None) -> dict[str, float]:
-    """The percentages as the library's shares; an unset margin keeps the library's default."""
+def _uncertainty(
+    file: Path, tie_margin: float | None, model_error: float | None
+) -> dict[str, float]:
+    """The percentages as the library's shares; an unset margin keeps the library's default.
+    The ranges are checked here in percent, the unit the user typed."""
+    if tie_margin is not None and not 0 <= tie_margin < 100:
+        message = f"must be in [0, 100) percent, got {tie_margin:g}"
+        raise InputError(str(file), "--tie-margin", message)
+    if model_error is not None and not 0 < model_error < 100:
+        message = f"must be in (0, 100) percent, got {model_error:g}"
+        raise InputError(str(file), "--model-error", message)
     shares = {} if tie_margin is None else {"tie_margin": tie_margin / 100}
     return shares | ({} if model_error is None else {"model_error": model_error / 100})
 

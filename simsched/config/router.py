@@ -1,17 +1,21 @@
 """`cluster.router`: a named router, or scorers combined by weights (no SimPy here).
 
-A named router is a shorthand: `llm_d` (the default: llm-d's default scheduling profile, below),
-`round_robin`, `least_outstanding` (the `queue_depth` scorer alone) or `least_kv` (fewest KV
-blocks in use, then fewest outstanding requests). A mapping `{scorers: [{name, weight}, ...]}`
-scores every replica with room and picks the highest sum, as llm-d's scheduler does;
-`cluster/scorers.py` has the scorers.
+A named router is a shorthand: `llm_d` (the default: llm-d's default weights, with simsched's
+queue scorer, below), `round_robin`, `least_outstanding` (the `queue_depth` scorer alone) or
+`least_kv` (fewest KV blocks in use, then fewest outstanding requests). A mapping
+`{scorers: [{name, weight}, ...]}` scores every replica with room and picks the highest sum,
+as llm-d's scheduler does; `cluster/scorers.py` has the scorers.
 
-`llm_d` is the default profile of the Gateway API Inference Extension's endpoint picker, which
-llm-d deploys: `queue-scorer` weight 2, `kv-cache-utilization-scorer` weight 2 and
-`prefix-cache-scorer` weight 3 (kubernetes-sigs/gateway-api-inference-extension,
+`llm_d` is llm-d's default weights, with simsched's queue scorer. The weights are the default
+profile of the Gateway API Inference Extension's endpoint picker, which llm-d deploys:
+`queue-scorer` weight 2, `kv-cache-utilization-scorer` weight 2 and `prefix-cache-scorer`
+weight 3 (kubernetes-sigs/gateway-api-inference-extension,
 config/charts/inferencepool/templates/epp-config.yaml, `default-plugins.yaml`, at commit
 0ae94dfb). Its prefix scorer remembers where prefixes were routed (here `prefix_cache_approx`),
 and it is included only when `prefix_caching` is on: without caches a prefix hit saves nothing.
+The queue scorer is simsched's `queue_depth`, which counts running + waiting requests; the
+extension's `queue-scorer` counts waiting requests only. Kept so: every default-router output
+would change with it.
 
 `least_kv` keeps llm-d's KV-utilisation scorer's blind spot on purpose (production-faithful):
 waiting requests hold no blocks, so a replica with a long queue and a light cache looks idle to
@@ -32,7 +36,8 @@ WARNED_ROUTERS = {
     "queue while others idle; a capacity answer can depend on it (use the default llm_d, or "
     "least_outstanding)",
 }
-# llm-d's default profile: (scorer, weight), the prefix scorer only with prefix caching on
+# llm-d's default weights, with simsched's queue scorer: (scorer, weight), the prefix scorer
+# only with prefix caching on
 LLM_D_LOAD_SCORERS = (("queue_depth", 2.0), ("kv_utilization", 2.0))
 LLM_D_PREFIX_SCORER = ("prefix_cache_approx", 3.0)
 SCORER_NAMES = ("prefix_cache", "prefix_cache_approx", "queue_depth", "kv_utilization")

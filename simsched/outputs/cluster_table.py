@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 from simsched.config.loading import resolve_variants
 from simsched.config.router import router_warning
 from simsched.outputs.moe_notes import moe_notes
@@ -96,12 +98,8 @@ def table_notes(result: SimulationResult) -> list[str]:
     for variant in result.variants:
         usage = result.utilisation.get(variant)
         if variant not in scaled and skewed(usage):
-            notes.append(
-                f"{_who(result, variant)}load is skewed across replicas: the busiest took "
-                f"{usage['request_skew']:.2f}x the mean of requests (more than {SKEW_LIMIT:g}x); "
-                "its latency is the busiest replica's"
-            )
-    notes += _admitted_only_note(result)
+            notes.append(skew_note(_who(result, variant), usage))
+    notes += admitted_only_note(list(result.variants), result.requests)
     notes += _unused_policy_notes(result, resolved)
     if _policy_only(result, resolved) and not any(
         had_backlog(result.requests[result.requests["variant"] == v]) for v in result.variants
@@ -110,20 +108,27 @@ def table_notes(result: SimulationResult) -> list[str]:
     return notes
 
 
-def _admitted_only_note(result: SimulationResult) -> list[str]:
+def skew_note(who: str, usage: dict[str, Any]) -> str:
+    """Load skewed across replicas (`results.utilisation.skewed`): the busiest sets latency."""
+    return (
+        f"{who}load is skewed across replicas: the busiest took "
+        f"{usage['request_skew']:.2f}x the mean of requests (more than {SKEW_LIMIT:g}x); "
+        "its latency is the busiest replica's"
+    )
+
+
+def admitted_only_note(variants: list[str], requests: pd.DataFrame) -> list[str]:
     """Where some variant shed: latency and SLO rows describe the admitted requests only, so a
     policy that sheds more can look faster; say how much each variant shed."""
     shed = {}
-    for variant in result.variants:
-        rows = result.requests[result.requests["variant"] == variant]
+    for variant in variants:
+        rows = requests[requests["variant"] == variant]
         if len(rows) and not admitted(rows).all():
             shed[variant] = 1 - admitted(rows).mean()
     if not shed:
         return []
-    shares = ", ".join(
-        f"{_who(result, v).removeprefix('variant ').removesuffix(': ')} {share:.1%}".strip()
-        for v, share in shed.items()
-    )
+    several = len(variants) > 1
+    shares = ", ".join(f"{v + ' ' if several else ''}{share:.1%}" for v, share in shed.items())
     return [
         "TTFT, TPOT, goodput and SLO rows cover admitted requests only; shed requests (429/503) "
         f"have no latency and count in the shed rows (shed: {shares})"

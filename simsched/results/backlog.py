@@ -6,6 +6,13 @@ only in the policy give identical results. A request waits from its arrival to i
 to its shedding at dispatch, `arrival_ms + queue_wait_ms`); one with no wait never queued. Two
 waits overlap when one starts before the other ends. Requests that arrive at the same instant
 and leave at once are not a backlog: they wait for nothing.
+
+The wait's end is `dispatch_ms` where the request was dispatched: it is the exact instant, while
+`queue_wait_ms` is rounded to 0.01 ms (as the reference records it), so `arrival_ms +
+queue_wait_ms` can land up to 0.005 ms either side of the dispatch. At a tie (one request leaves
+the queue at the instant another arrives) that error alone would decide: a wait read as ending
+0.001 ms late overlaps the next arrival, one that ended 0.004 ms after it reads as zero and is
+dropped. Only a request with no dispatch (shed while queued) falls back to the rounded wait.
 """
 
 from __future__ import annotations
@@ -18,13 +25,25 @@ import pandas as pd
 
 def had_backlog(frame: pd.DataFrame) -> bool:
     """Whether requests of two tenants ever waited at the gateway at the same time."""
-    waited = frame[frame["queue_wait_ms"].to_numpy() > 0]
-    if waited.empty:
+    starts = frame["arrival_ms"].to_numpy(dtype=np.float64)
+    ends = wait_ends(frame)
+    waited = ends > starts
+    if not waited.any():
         return False
-    starts = waited["arrival_ms"].to_numpy(dtype=np.float64)
-    ends = starts + waited["queue_wait_ms"].to_numpy(dtype=np.float64)
-    tenants = waited["tenant_id"].to_numpy()
-    return _overlap_across(starts, ends, tenants)
+    tenants = frame["tenant_id"].to_numpy()
+    return _overlap_across(starts[waited], ends[waited], tenants[waited])
+
+
+def wait_ends(frame: pd.DataFrame) -> np.ndarray:
+    """When each request left the gateway's queue: its dispatch, exact; without one (shed while
+    queued, or a frame with no dispatch column), its arrival plus its rounded wait."""
+    rounded = frame["arrival_ms"].to_numpy(dtype=np.float64) + frame["queue_wait_ms"].to_numpy(
+        dtype=np.float64
+    )
+    if "dispatch_ms" not in frame:
+        return rounded
+    dispatched = frame["dispatch_ms"].to_numpy(dtype=np.float64)
+    return np.where(np.isnan(dispatched), rounded, dispatched)
 
 
 def _overlap_across(starts: np.ndarray, ends: np.ndarray, tenants: np.ndarray) -> bool:

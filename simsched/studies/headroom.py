@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simsched.studies.bisection import Bisection, PlanResult, Probe
+from simsched.studies.plan_numbers import share_text
 from simsched.studies.slo import Slo
 
 KNOB = "load_scale"
@@ -32,14 +33,14 @@ class Headroom:
     def text(self) -> str:
         if self.met is None:
             return f"headroom: none: the answer misses the SLOs at load_scale {self.base:g}"
-        growth = self.met / self.base - 1
+        growth = share_text(self.met / self.base - 1, signed=True)
         if self.missed is None:
             return (
-                f"headroom: at least {growth:+.0%} load (load_scale {self.met:g}, the top of the "
+                f"headroom: at least {growth} load (load_scale {self.met:g}, the top of the "
                 "search, meets every SLO)"
             )
         return (
-            f"headroom: {growth:+.0%} load; load_scale in [{self.met:g}, {self.missed:g}): "
+            f"headroom: {growth} load; load_scale in [{self.met:g}, {self.missed:g}): "
             f"{self.met:g} meets every SLO, {self.missed:g} misses"
         )
 

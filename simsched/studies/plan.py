@@ -69,6 +69,7 @@ from simsched.studies.probing import ProbeSpec, run_probes
 from simsched.studies.provisioned_cost import autoscaled, provisioned_cost_per_hour
 from simsched.studies.quota_sizing import quota_tenant
 from simsched.studies.runners import LocalPool, connect_dask, run_on_client
+from simsched.studies.seed_fragility import one_seed_note
 from simsched.studies.uncertainty import (
     CALIBRATION_MEDIAN_ERROR,
     check_uncertainty,
@@ -189,6 +190,7 @@ def plan(
         fleet.notes.append(fleet.headroom.text)
     elif no_headroom:
         fleet.notes.append(no_headroom)
+    fleet.notes += [note for note in [one_seed_note(fleet, tie_margin)] if note]
     if fleet.best is not None:
         fleet.utilisation, usage_notes = answer_utilisation(fleet, source.load_at, flag)
         fleet.notes += usage_notes

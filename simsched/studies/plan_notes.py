@@ -3,10 +3,9 @@ before it, and (for one search) its fleet and a `--minimize` with nothing to cho
 
 from __future__ import annotations
 
-from typing import Any
-
 from simsched.studies.bisection import PlanResult, Probe, is_latency, sheds
 from simsched.studies.fleet import FleetPlan, shown
+from simsched.studies.plan_numbers import margin_text, share_text
 from simsched.studies.probing import RULES
 
 
@@ -19,9 +18,9 @@ def rule_notes(fleet: FleetPlan) -> list[str]:
         if at is None:
             continue
         where = f"{shown(result.combo)}: " if result.combo else ""
-        text = f"{where}margins at {result.knob}={result.answer}: {_margins(at)}"
+        text = f"{where}margins at {result.knob}={result.answer}: {_margins(at, result)}"
         if result.below is not None:
-            text += f"; at {result.below.value}: {_margins(result.below)}"
+            text += f"; at {result.below.value}: {_margins(result.below, result)}"
         notes.append(text)
     notes += [note for result in fleet.plans if (note := shedding_note(result))]
     return notes
@@ -39,20 +38,13 @@ def shedding_note(result: PlanResult) -> str | None:
     values, shares = [v for v, _ in rates], sorted(r for _, r in rates)
     where = f"{shown(result.combo)}: " if result.combo else ""
     at = _span(values)
-    share = _span([percent(shares[0]), percent(shares[-1])]) + "%"
+    share = _span([share_text(shares[0]), share_text(shares[-1])])
     verb = "probes" if len(values) > 1 else "the probe"
     sheds_ = "shed" if len(values) > 1 else "sheds"
     return (
         f"{where}{verb} at {result.knob}={at} {sheds_} {share}: "
         "latency there covers admitted requests only"
     )
-
-
-def percent(rate: float) -> str:
-    """A rate in percent: 0.7 as 70, 0.0012 as 0.12 (two significant digits below 10, so a
-    rate above 0 never shows as 0)."""
-    share = 100 * rate
-    return f"{share:.0f}" if share >= 10 else f"{share:.2g}"
 
 
 def _span(items: list) -> str:
@@ -78,9 +70,7 @@ def fleet_notes(fleet: FleetPlan) -> list[str]:
     return notes
 
 
-def _margins(probe: Probe) -> str:
-    return ", ".join(f"{key} {_signed(m)}" for key, m in probe.margins.items())
-
-
-def _signed(margin: Any) -> str:
-    return "no value" if margin is None else f"{margin:+g}"
+def _margins(probe: Probe, result: PlanResult) -> str:
+    """Each SLO's margin in its unit and as a share of its target (`plan_numbers`)."""
+    limits = {slo.key: slo.limit for slo in result.slos}
+    return ", ".join(f"{key} {margin_text(m, limits[key])}" for key, m in probe.margins.items())

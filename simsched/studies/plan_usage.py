@@ -11,6 +11,7 @@ from simsched.outputs.provisioned_table import autoscaled_variants
 from simsched.results.simulate import simulate
 from simsched.results.utilisation import SKEW_LIMIT, skewed
 from simsched.studies.fleet import FleetPlan
+from simsched.studies.plan_numbers import share_text
 
 
 def answer_utilisation(
@@ -26,9 +27,10 @@ def answer_utilisation(
     total = usage["total"]
     counts = " ".join(str(r["requests"]) for r in usage["replicas"].values())
     notes = [
-        f"utilisation at the answer (seed {scenario.seed}, cluster): busy {total['busy_share']:.0%}"
-        f" of the time, {total['token_budget_share']:.0%} of the token budget per iteration, "
-        f"{total['mean_running']:.1f} sequences running, {total['kv_held_share']:.0%} of KV held;"
+        f"utilisation at the answer (seed {scenario.seed}, cluster): busy "
+        f"{share_text(total['busy_share'])} of the time, {share_text(total['token_budget_share'])}"
+        f" of the token budget per iteration, {total['mean_running']:.1f} sequences running, "
+        f"{share_text(total['kv_held_share'])} of KV held;"
         f" requests per replica {counts} (max/mean {usage['request_skew']:.2f})"
     ]
     if fleet.variant in autoscaled_variants(result):

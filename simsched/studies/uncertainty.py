@@ -15,6 +15,7 @@ from typing import Any
 from simsched.errors import InputError
 from simsched.studies.bisection import PlanResult
 from simsched.studies.fleet import FleetPlan, shown
+from simsched.studies.plan_numbers import share_text
 
 CALIBRATION_MEDIAN_ERROR = 0.058
 MARGIN_SOURCE = "the calibration's median absolute error, docs/continuous_batching.md, Fidelity"
@@ -73,15 +74,18 @@ def runner_up_notes(fleet: FleetPlan, margin: float) -> list[str]:
         return ["runner-up: none (no other combination meets every SLO in the range)"]
     share = gap(fleet.best, other)
     extra = other.cost_per_hour - fleet.best.cost_per_hour
-    text = f"runner-up: {option(fleet, other)}, +${extra:.2f}/hour ({share:+.1%})"
+    text = (
+        f"runner-up: {option(fleet, other)}, +${extra:.2f}/hour ({share_text(share, signed=True)})"
+    )
     notes = [text]
     for plan in fleet.plans:
         within = plan.answer is not None and plan is not fleet.best
         share = gap(fleet.best, plan) if within else None
         if share is not None and share <= margin:
             notes.append(
-                f"near-tie: {option(fleet, plan)} costs {share:+.1%} against the answer "
-                f"{option(fleet, fleet.best)}, within the {margin:.1%} margin ({_source(margin)}); "
+                f"near-tie: {option(fleet, plan)} costs {share_text(share, signed=True)} "
+                f"against the answer {option(fleet, fleet.best)}, within the "
+                f"{share_text(margin)} margin ({_source(margin)}); "
                 "the model cannot tell them apart: weigh both"
             )
     return notes
@@ -129,8 +133,8 @@ def model_error_note(fleet: FleetPlan, error: float, moved: list[Shifted]) -> st
         if len(same) == len(moved)
         else "the answer does not survive: size for the pessimistic case, or measure"
     )
-    parts = "; ".join(f"efficiencies {m.shift:+.0%}: {m.text}" for m in moved)
-    return f"model error +-{error:.0%}: {parts}; {verdict}"
+    parts = "; ".join(f"efficiencies {share_text(m.shift, signed=True)}: {m.text}" for m in moved)
+    return f"model error +-{share_text(error)}: {parts}; {verdict}"
 
 
 EFFICIENCY_SCALE = "cluster.efficiency_scale"
@@ -145,22 +149,29 @@ def moved_efficiency(shift: float) -> str:
 def check_uncertainty(
     tie_margin: float, model_error: float | None, scenario: Any, label: str
 ) -> None:
-    """Both shares in range, and a latency model with efficiencies to move."""
+    """Both shares in range, and a latency model with efficiencies to move. In Python both are
+    shares (0.058 is 5.8%); the command line takes percent and checks its own range first
+    (`cli.plan`), so a percent given to Python (5.8) is refused here, naming the unit."""
     if not 0 <= tie_margin < 1:
-        raise InputError(
-            label, "--tie-margin", f"must be in [0, 100) percent, got {tie_margin * 100:.4g}"
-        )
+        raise InputError(label, "tie_margin", _share_message(tie_margin, "[0, 1)", "--tie-margin"))
     if model_error is None:
         return
     if not 0 < model_error < 1:
         raise InputError(
-            label, "--model-error", f"must be in (0, 100) percent, got {model_error * 100:.4g}"
+            label, "model_error", _share_message(model_error, "(0, 1)", "--model-error")
         )
     latency = getattr(scenario.cluster, "latency_model", None)
     kind = getattr(latency, "kind", scenario.cluster.service_model)
     if kind != "roofline":
         raise InputError(
             label,
-            "--model-error",
+            "model_error (--model-error)",
             f"moves the roofline latency model's efficiencies; this scenario's model is {kind}",
         )
+
+
+def _share_message(value: float, bounds: str, flag: str) -> str:
+    return (
+        f"is a share in {bounds} (0.058 is 5.8%), got {value:g}; the command line's {flag} "
+        "takes percent, Python's keyword a share"
+    )

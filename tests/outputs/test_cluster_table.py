@@ -23,6 +23,22 @@ def test_a_backlog_needs_two_tenants_waiting_at_once() -> None:
     assert had_backlog(waits([("a", 0, 100), ("a", 1, 1), ("b", 50, 1)]))
 
 
+def dispatched(rows: list[tuple[str, float, float, float]]) -> pd.DataFrame:
+    """(tenant, arrival, queue wait as recorded: rounded to 0.01 ms, exact dispatch or NaN)."""
+    return pd.DataFrame(rows, columns=["tenant_id", "arrival_ms", "queue_wait_ms", "dispatch_ms"])
+
+
+def test_a_tie_at_one_instant_is_judged_on_the_exact_dispatch() -> None:
+    # a leaves at exactly 10.0 as b arrives: no overlap. Its recorded wait, 9.999 rounded to
+    # 10.0, puts the end at 10.001, which would overlap b's wait.
+    assert not had_backlog(dispatched([("a", 0.001, 10.0, 10.0), ("b", 10.0, 5.0, 15.0)]))
+    # b waits 0.004 ms (recorded as 0.0) while a is queued [0, 100): two tenants at once
+    assert had_backlog(dispatched([("a", 0.0, 100.0, 100.0), ("b", 50.0, 0.0, 50.004)]))
+    # shed while queued (no dispatch): the recorded wait is all there is; [0, 5) and [4, 6)
+    nan = float("nan")
+    assert had_backlog(dispatched([("a", 0.0, 5.0, nan), ("b", 4.0, 2.0, 6.0)]))
+
+
 def two_policies(rate_per_s: float, replicas: int = 1):
     tenants = [
         {"id": t, "arrivals": {"kind": "poisson", "rate_per_s": rate_per_s, "duration_s": 5},

@@ -134,3 +134,40 @@ def test_a_scenario_report_says_what_the_console_notes_say(tmp_path: Path) -> No
     page = (write_report(result, tmp_path / "r") / "index.html").read_text(encoding="utf-8")
     for note in notes:
         assert f"<p>note: {html.escape(note)}</p>" in page
+
+
+def test_a_report_of_a_results_folder_recomputes_the_notes_it_can(tmp_path: Path) -> None:
+    """Skew, shedding and no backlog from the folder's files, as the console says them; the
+    router note needs the settings, and the page says where it is."""
+    from simsched.config.loading import validate
+    from simsched.outputs.cluster_table import table_notes
+    from simsched.outputs.report.folder_notes import SETTINGS_NOTES
+
+    # 8 replicas serve a's 3 requests (at most one each: max/mean >= 1 / (3/8) = 2.67, skewed);
+    # b's 5000-token prompt needs 313 blocks of 16, more than a replica's 100: both shed (40%);
+    # 1000 ms apart, no two requests ever wait at once: no backlog
+    tenants = [
+        {"id": "a", "arrivals": {"kind": "periodic", "interval_ms": 1000, "count": 3},
+         "prefill_tokens": 200, "decode_tokens": 20},
+        {"id": "b", "arrivals": {"kind": "periodic", "interval_ms": 1000, "count": 2,
+                                 "start_ms": 500},
+         "prefill_tokens": 5000, "decode_tokens": 20},
+    ]  # fmt: skip
+    cluster = {"service_model": "continuous_batching", "replicas": 8, "router": "least_kv",
+               "num_gpu_blocks": 100}  # fmt: skip
+    raw = {
+        "tenants": tenants,
+        "cluster": cluster,
+        "admission": {"enabled": True},
+        "variants": [{"name": "drr", "set": {"scheduler.policy": "service_token_drr"}},
+                     {"name": "fifo", "set": {"scheduler.policy": "request_count_fifo"}}],
+    }  # fmt: skip
+    result = simulate(validate(raw, "x.yaml"))
+    console = table_notes(result)
+    kinds = ["least_kv", "skewed", "admitted requests only", "no gateway backlog"]
+    assert [any(k in note for note in console) for k in kinds] == [True] * 4
+    write_result(result, tmp_path / "results")
+    page = (report(tmp_path / "results", tmp_path / "r") / "index.html").read_text()
+    for note in console:
+        assert (f"<p>note: {html.escape(note)}</p>" in page) == ("least_kv" not in note), note
+    assert f"<p>note: {html.escape(SETTINGS_NOTES)}</p>" in page

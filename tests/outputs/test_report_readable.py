@@ -33,11 +33,17 @@ def check_figure(name: str, fig) -> None:
         assert "$" not in text and "mathdefault" not in text, (name, text)
         assert not re.search(r"\bnan\b", text, re.IGNORECASE), (name, text)
     for ax in fig.axes:
-        if ax.get_label() == "<colorbar>":
+        if ax.get_label() == "<colorbar>" or twin(ax):  # the panel beside it labels x
             assert ax.get_ylabel(), name
             continue
         assert ax.get_xlabel() and ax.get_ylabel(), (name, ax.get_title())
         assert x_labels_in_view(ax), (name, ax.get_title(), "no x tick labels in view")
+
+
+def twin(ax) -> bool:
+    """A second y axis over a panel (`twinx`): it shares the panel's place and its x axis."""
+    others = [o for o in ax.figure.axes if o is not ax and o.bbox.bounds == ax.bbox.bounds]
+    return bool(others) and not ax.get_xlabel() and any(o.get_xlabel() for o in others)
 
 
 def x_labels_in_view(ax) -> list[str]:
@@ -270,3 +276,71 @@ def test_robust_limits_by_hand() -> None:
     # a flat curve but for one value squashes nothing: the whole range stays
     assert robust_limits([0.0, 0.0, 0.0, 0.0, 0.7], floor=0.001) is None
     assert math.isinf(valid_range("p99_ttft_ms")[1]) and valid_range("shed_rate") == (0.0, 1.0)
+
+
+def legends(fig) -> list:
+    from matplotlib.legend import Legend
+
+    return [item for item in fig.findobj(Legend) if item.get_visible()]
+
+
+def test_autoscaling_figures_have_one_legend_clear_of_the_panels(
+    figures: dict, tmp_path: Path
+) -> None:
+    """Replicas over time: one legend for the figure, under the panels, overlapping no panel
+    (a legend per axis, inside each panel, overlapped each other and the lines); KV occupancy:
+    one legend entry for all the replicas, not a row each."""
+    from simsched.config.loading import load_scenario
+    from simsched.outputs.report import scaling_plots
+    from simsched.results.simulate import simulate
+
+    short = [f"tenants.{t}.arrivals.duration_s=60" for t in ("chat", "batch")]
+    scenario = load_scenario(REPO / "scenarios" / "autoscaled_day.yaml", short)
+    data = result_data(simulate(scenario, ["fixed_peak_pool", "autoscaled_prewarmed"]))
+    scaling_plots.replicas_over_time(data, tmp_path)
+    scenario_plots.kv_occupancy(data, tmp_path)
+    fig = figures["replicas_over_time.png"]
+    check_figure("replicas_over_time.png", fig)
+    fig.canvas.draw()
+    renderer = fig._get_renderer()  # noqa: SLF001 - the Figure API has no public one
+    (legend,) = legends(fig)
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "replicas provisioned", "replicas serving", "requests/s"
+    ]  # fmt: skip
+    box = legend.get_window_extent(renderer)
+    assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes)
+    kv = figures["kv_occupancy.png"]
+    check_figure("kv_occupancy.png", kv)
+    for ax in kv.axes:  # four replicas in the fixed pool: the cluster line and one for them all
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["cluster", "each replica"]
+
+
+def test_variant_panels_share_one_legend_and_log_ticks_read_plainly(noisy_neighbor_report) -> None:
+    """Two variants with the same tenants: one legend under the panels, none on them (a legend
+    inside a CDF panel covers its lines); log tick labels below 1 read 0.8, not 8e-01."""
+    drawn = noisy_neighbor_report.figures
+    for name in ("ttft_cdf.png", "tpot_cdf.png", "service_share.png"):
+        fig = drawn[name]
+        assert len(fig.legends) == 1, name
+        assert all(ax.get_legend() is None for ax in fig.axes), name
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert {"tenant_chat_pro", "tenant_ide_assist", "tenant_batch_rag"} <= set(labels)
+    for ax in drawn["tpot_cdf.png"].axes:
+        shown = x_labels_in_view(ax)
+        assert shown and not any(re.search(r"\de[-\u2212+]", s) for s in shown), shown
+
+
+def test_panels_that_disagree_keep_their_own_legends() -> None:
+    from matplotlib.figure import Figure
+
+    from simsched.outputs.report.legends import shared_legend
+
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    left.plot([0, 1], label="a")
+    left.plot([0, 1], label="b")
+    right.plot([0, 1], label="b")  # b takes the first colour here: a shared legend would lie
+    for ax in (left, right):
+        ax.legend()
+    assert not shared_legend(fig, [left, right])
+    assert left.get_legend() is not None and not fig.legends

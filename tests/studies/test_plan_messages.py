@@ -13,7 +13,7 @@ from simsched.errors import InputError
 from simsched.results.confidence import Estimate
 from simsched.studies.bisection import PlanResult, Probe, failing, monotonicity_warnings
 from simsched.studies.fleet import FleetPlan
-from simsched.studies.plan_notes import percent, shedding_note
+from simsched.studies.plan_notes import shedding_note
 from simsched.studies.slo import parse_slo
 
 TTFT = "interactive.p99_ttft_ms"
@@ -41,7 +41,7 @@ def test_shedding_probes_get_a_note_not_a_non_monotone_warning() -> None:
     result = shedding_plan(p99_at_5=300.0)
     assert monotonicity_warnings(result) == []  # 600, 400, 300 over the admitting probes
     assert shedding_note(result) == (
-        "probes at k=1-2 shed 30-70%: latency there covers admitted requests only"
+        "probes at k=1-2 shed 30.0%-70.0%: latency there covers admitted requests only"
     )
 
 
@@ -60,10 +60,6 @@ def test_no_note_without_shedding_or_without_a_latency_slo() -> None:
     rates = PlanResult("k", "v", False, [1, 2], [parse_slo("all.shed_rate<=0.01")])
     rates.probes = [Probe(1, False, {"all.shed_rate": 0.5}, shed={"all": 0.5})]
     assert shedding_note(rates) is None  # no latency judged: nothing to qualify
-
-
-def test_percent_keeps_two_significant_digits_below_ten() -> None:
-    assert [percent(r) for r in (0.7, 0.3, 0.05, 0.0012, 1.0)] == ["70", "30", "5", "0.12", "100"]
 
 
 def test_failing_rounds_the_interval_and_clips_it_to_the_metric_range() -> None:

@@ -103,7 +103,7 @@ def test_headroom_is_the_largest_load_scale_the_answer_absorbs(tmp_path) -> None
                  ["all.submitted<=122"], step=10)  # fmt: skip
     assert fleet.answer == 40
     assert (fleet.headroom.met, fleet.headroom.missed) == (1.2, 1.25)
-    assert "headroom: +20% load; load_scale in [1.2, 1.25)" in fleet.notes[-1]
+    assert "headroom: +20.0% load; load_scale in [1.2, 1.25)" in fleet.notes[-1]
     assert fleet.to_json_dict()["headroom"]["met"] == 1.2
     quiet = plan(counting_scenario(tmp_path), "cluster.service_tokens_per_ms", "40:50",
                  ["all.submitted<=122"], step=10, headroom=False)  # fmt: skip
@@ -137,7 +137,7 @@ def test_model_error_replans_with_efficiencies_moved_both_ways(tmp_path) -> None
     # a slower model never needs fewer replicas (none in the range: more), a faster one never more
     needed = [math.inf if a is None else a for a in (slower.answer, fleet.answer, faster.answer)]
     assert needed == sorted(needed, reverse=True) and fleet.answer is not None
-    assert fleet.notes[-1].startswith("model error +-30%: efficiencies -30%: ")
+    assert fleet.notes[-1].startswith("model error +-30.0%: efficiencies -30.0%: ")
     survives = slower.answer == faster.answer == fleet.answer
     assert ("the answer survives" in fleet.notes[-1]) == survives
 
@@ -178,3 +178,25 @@ def test_headroom_is_skipped_with_a_note_when_a_tenant_sets_its_own_pace(tmp_pat
     assert any(
         note.startswith("headroom not computed: tenant 'ide': closed-loop") for note in result.notes
     )
+
+
+def test_tie_margin_is_a_share_in_python_and_a_percent_on_the_command_line(tmp_path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from simsched.cli.studies import register
+
+    path = counting_scenario(tmp_path)
+    with pytest.raises(InputError) as caught:  # 5.8 meant as percent: refused, naming the unit
+        plan(path, "cluster.service_tokens_per_ms", "40:50", ["all.submitted<=122"],
+             tie_margin=5.8)  # fmt: skip
+    assert caught.value.where == "tie_margin"
+    assert "is a share in [0, 1) (0.058 is 5.8%), got 5.8" in caught.value.message
+    app = typer.Typer()
+    register(app)
+    args = ["plan", str(path), "--vary", "cluster.service_tokens_per_ms", "--range", "40:50",
+            "--slo", "all.submitted<=122"]  # fmt: skip
+    refused = CliRunner().invoke(app, [*args, "--tie-margin", "150"])
+    error = refused.exception  # the command's entry point prints it and exits 2
+    assert isinstance(error, InputError) and error.where == "--tie-margin"
+    assert error.message == "must be in [0, 100) percent, got 150"

@@ -14,6 +14,7 @@ from simsched.config.loading import resolve_variants
 from simsched.errors import InputError
 from simsched.outputs.cluster_table import table_notes
 from simsched.outputs.files import REQUESTS_FILE, SUMMARY_FILE, TENANTS_FILE, TIMELINE_FILE
+from simsched.outputs.report.folder_notes import folder_notes
 from simsched.outputs.sweep_table import first_csv_row
 from simsched.results.frames import SimulationResult
 from simsched.results.tenants import ALL
@@ -32,7 +33,8 @@ class ScenarioData:
     tpot_slo_ms: dict[str, dict[str, float]] | None = None  # variant -> class -> TPOT SLO
     description: str = ""  # shown under the title (a folder's summary.json has none)
     utilisation: dict[str, Any] | None = None  # summary.json's `utilisation`, where present
-    # the console table's notes (router, skew, no backlog); a results folder's report has none
+    # the console table's notes (router, skew, no backlog); from a results folder, those it
+    # supports (`folder_notes`)
     notes: list[str] = field(default_factory=list)
     chargeback: dict[str, Any] | None = None  # summary.json's `chargeback`, where present
     provisioned: dict[str, Any] | None = None  # summary.json's `provisioned`, where autoscaled
@@ -81,6 +83,7 @@ def read_results_folder(folder: Path) -> ScenarioData:
         timeline,
         slo,
         utilisation=usage,
+        notes=folder_notes(variants, requests, usage, provisioned),
         chargeback=summary.get("chargeback"),
         provisioned=provisioned if isinstance(provisioned, dict) else None,
     )

@@ -86,12 +86,24 @@ def plain_ticks(ax) -> None:
     """Log axes label their ticks as plain numbers (100, 1000, 2e+04). Matplotlib's default
     writes them as mathtext, and reports turn math parsing off (tenant ids are names, not
     formulas), so the default would print `$\\mathdefault{10^{2}}$` as it stands."""
-    from matplotlib.ticker import LogFormatter
-
     for axis in (ax.xaxis, ax.yaxis):
         if axis.get_scale() == "log":
-            axis.set_major_formatter(LogFormatter())
-            axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+            axis.set_major_formatter(_plain_log_formatter())
+            axis.set_minor_formatter(
+                _plain_log_formatter(labelOnlyBase=False, minor_thresholds=(2, 0.5))
+            )
+
+
+def _plain_log_formatter(**options):
+    """Matplotlib's LogFormatter (which ticks it labels), each label as `{:g}`: 0.8, not the
+    `8e-01` it writes below 1."""
+    from matplotlib.ticker import LogFormatter
+
+    class PlainLogFormatter(LogFormatter):
+        def _num_to_string(self, x, vmin, vmax):  # the one hook for the text of a label
+            return f"{x:g}"
+
+    return PlainLogFormatter(**options)
 
 
 def save(fig: Figure, folder: Path, file: str, title: str, caption: str) -> Plot:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.outputs.report.legends import shared_legend
 from simsched.outputs.report.page import Plot, decorate, save, small_multiples, write_index
 from simsched.outputs.report.targets import TARGET_GID
 from simsched.outputs.report_files import PLAN_REPORT_FILES
@@ -102,6 +103,7 @@ def slo_plot(document: dict[str, Any], plans: list[dict], folder: Path) -> Plot:
         ax.axhline(limit, color="red", linestyle="--", linewidth=1, gid=TARGET_GID,
                    label=f"target {op} {limit:g}")  # fmt: skip
         decorate(ax, text, document["knob"], key)
+    shared_legend(fig, list(fig.axes))  # under the panels, not on the lines they fill
     return save(
         fig,
         folder,
@@ -117,9 +119,11 @@ def slo_plot(document: dict[str, Any], plans: list[dict], folder: Path) -> Plot:
 def _mark_shedding(ax, probes: list[dict], key: str) -> None:
     shedding = [p for p in probes if (p.get("shed_rate") or {}).get("all")]
     if shedding:
+        # one legend entry for every combination's rings: they mean the same
+        said = SHED_LABEL in [line.get_label() for line in ax.lines]
         ax.plot([p["value"] for p in shedding], [p["metrics"][key] for p in shedding],
                 marker="o", markersize=11, markerfacecolor="none", markeredgecolor="red",
-                linestyle="none", label=SHED_LABEL)  # fmt: skip
+                linestyle="none", label="_nolegend_" if said else SHED_LABEL)  # fmt: skip
 
 
 SHED_LABEL = "sheds requests (latency: admitted only)"

@@ -20,6 +20,7 @@ RATE_BINS = 120  # request-rate bins over the window
 
 def replicas_over_time(data: ScenarioData, folder: Path) -> Plot:
     fig, panels = variant_panels(data.variants, sharey=False)
+    legend: tuple[list, list] | None = None
     for ax, variant in panels:
         block = (data.provisioned or {}).get(variant)
         if block is None:
@@ -33,13 +34,14 @@ def replicas_over_time(data: ScenarioData, folder: Path) -> Plot:
             ax.step(times, counts, where="post", label=f"replicas {label}")
         ax.set_ylim(0, steps[:, 1].max() + 1)
         decorate(ax, variant, "time (s)", "replicas")
-        ax.legend(fontsize="small", loc="upper left")
         rate = ax.twinx()
         centres, per_s = _arrival_rate(data.requests, variant, start, end)
         rate.plot(centres / 1000, per_s, color="grey", linewidth=0.8, label="requests/s")
         rate.set_ylabel("arrivals per second")
         rate.set_ylim(bottom=0)
-        rate.legend(fontsize="small", loc="upper right")
+        legend = _without_legends(ax, rate)
+    if legend is not None:  # the same three lines in every panel: one legend, under them all
+        fig.legend(*legend, loc="outside lower center", ncols=3, fontsize="small")
     return save(
         fig,
         folder,
@@ -48,6 +50,17 @@ def replicas_over_time(data: ScenarioData, folder: Path) -> Plot:
         "Provisioned replicas (warming, serving or draining: what is paid for) and serving "
         "ones (what the router sees), left axis; arrivals per second, right axis (grey).",
     )
+
+
+def _without_legends(ax, rate) -> tuple[list, list]:
+    """The panel's lines on both axes for the figure's one legend; the panel's own legend (which
+    `decorate` draws for the left axis alone) removed: legends inside the panel, one per axis,
+    overlap each other and the lines whatever corners they take."""
+    handles, labels = ax.get_legend_handles_labels()
+    more, more_labels = rate.get_legend_handles_labels()
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()
+    return handles + more, labels + more_labels
 
 
 def _arrival_rate(

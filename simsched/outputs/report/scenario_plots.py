@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from simsched.outputs.report.data import ScenarioData
+from simsched.outputs.report.legends import shared_legend
 from simsched.outputs.report.page import Plot, decorate, figure, save, variant_panels
 from simsched.results.flow_shed import FLOW_SHED_REASONS
 from simsched.results.frames import admitted
@@ -51,6 +52,7 @@ def latency_cdf(data: ScenarioData, folder: Path, column: str, name: str, slos: 
         if ax.lines and any(len(line.get_xdata()) for line in ax.lines):
             ax.set_xscale("log")
         decorate(ax, variant, f"{name} (ms, log scale)", "fraction of admitted requests")
+    shared_legend(fig, [ax for ax in fig.axes])
     return save(
         fig,
         folder,
@@ -68,13 +70,14 @@ def kv_occupancy(data: ScenarioData, folder: Path) -> Plot:
         cluster = rows.groupby("time_ms")[["kv_blocks_used", "kv_blocks_total"]].sum()
         ax.plot(cluster.index / 1000, _percent_used(cluster), label="cluster")
         if rows["replica"].nunique() > 1:  # one thin line per replica under the total
-            for replica, part in rows.groupby("replica"):
+            # one legend entry for them all: a legend row per replica would cover the panel
+            for index, (_, part) in enumerate(rows.groupby("replica")):
                 ax.plot(
                     part.time_ms / 1000,
                     _percent_used(part),
                     linewidth=0.6,
                     alpha=0.6,
-                    label=f"replica {replica}",
+                    label="each replica" if index == 0 else "_nolegend_",
                 )
         decorate(ax, variant, "time (s)", "KV blocks in use (%)")
     return save(
@@ -118,6 +121,7 @@ def service_share(data: ScenarioData, folder: Path) -> Plot:
             (line,) = ax.plot(times / 1000, share, label=tenant)
             ax.axhline(weight, color=line.get_color(), linestyle="--", linewidth=0.8)
         decorate(ax, variant, "dispatch time (s)", "cumulative service-token share")
+    shared_legend(fig, [ax for ax in fig.axes])
     return save(
         fig,
         folder,

@@ -9,6 +9,13 @@ import pandas as pd
 
 from simsched.outputs.report.limits import off_scale_note, robust_limits
 from simsched.outputs.report.page import Plot, decorate, save, small_multiples
+from simsched.outputs.report.sweep_focus import (
+    BACKGROUND,
+    BACKGROUND_LABEL,
+    focus_rows,
+    in_focus_first,
+    tenant_style,
+)
 from simsched.outputs.report.targets import TARGET_GID, Target, draw_target
 from simsched.outputs.sweep_table import FIXED_COLUMNS, OPTIONAL_METRICS
 from simsched.results.confidence import estimate
@@ -79,17 +86,14 @@ def metric_plot(
     x, *others = x_first(table, params)
     fig, panels = small_multiples(len(variants), sharex=True, sharey=True)
     plotted: list[float] = []
+    focus = focus_rows(table, targets) if not others else None
     for ax, variant in zip(panels, variants, strict=True):
         rows = table[table["variant"] == variant]
-        groups = (
-            rows.groupby("tenant", sort=False)
-            if not others
-            else rows[rows["tenant"] == ALL].groupby(others, sort=True)
-        )
-        for key, part in groups:
-            label = key if not others else _label(others, key)
-            style = ALL_STYLE if not others and key == ALL else {}
-            plotted += _line(ax, part, x, metric, str(label), style)
+        if not others:
+            plotted += _tenant_lines(ax, rows, x, metric, focus)
+        else:
+            for key, part in rows[rows["tenant"] == ALL].groupby(others, sort=True):
+                plotted += _line(ax, part, x, metric, _label(others, key), {})
         shown_rows = set(rows["tenant"]) if not others else {ALL}
         for target in targets:
             if target.metric == metric and target.row in shown_rows:
@@ -99,6 +103,8 @@ def metric_plot(
     limits = [t.limit for t in targets if t.metric == metric]
     caption = _limit_panels(panels, plotted, max(limits, default=None), metric)
     lines = "a line per tenant" if not others else f"a line per {', '.join(others)} (all tenants)"
+    if focus is not None:
+        lines += f" ({', '.join(sorted(focus))} in colour, {BACKGROUND_LABEL} in grey behind)"
     return save(
         fig,
         folder,
@@ -107,6 +113,21 @@ def metric_plot(
         f"{metric} against {x}, {lines}; with seeds, the mean and its 95% t-interval (band, "
         f"clipped to the metric's range).{caption}",
     )
+
+
+def _tenant_lines(
+    ax, rows: pd.DataFrame, x: str, metric: str, focus: set[str] | None
+) -> list[float]:
+    """A line per tenant: those in focus (`sweep_focus`) in colour, the rest grey behind."""
+    parts = {str(k): part for k, part in rows.groupby("tenant", sort=False)}
+    plotted: list[float] = []
+    behind = 0
+    for tenant in in_focus_first([str(k) for k in parts], focus):
+        base = ALL_STYLE if tenant == ALL else {}
+        style, label = tenant_style(tenant, focus, base, first_behind=behind == 0)
+        behind += style is BACKGROUND
+        plotted += _line(ax, parts[tenant], x, metric, label, style)
+    return plotted
 
 
 def slo_plot(table: pd.DataFrame, targets: list[Target], params: list[str], folder: Path) -> Plot:

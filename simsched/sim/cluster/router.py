@@ -11,8 +11,8 @@ piling onto the lowest index.
   outstanding requests: blocks are only taken when a request starts running, so a burst placed
   at one instant would otherwise all go to the same replica.
   Production-faithful, blind spot included: a replica whose requests all wait holds no blocks.
-- `llm_d` (the default): llm-d's default profile, weighted scorers (`config.router.llm_d_profile`
-  has the weights and their source).
+- `llm_d` (the default): llm-d's default weights, with simsched's queue scorer: weighted
+  scorers (`config.router.llm_d_profile` has the weights and their source).
 - `{scorers: [...]}`: weighted scorers (scorers.py), e.g. prefix-cache affinity against load.
 """
 

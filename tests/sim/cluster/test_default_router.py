@@ -1,4 +1,5 @@
-"""The default router, llm-d's default profile, against least_kv's blind spot."""
+"""The default router (llm-d's default weights, with simsched's queue scorer) against least_kv's
+blind spot."""
 
 from __future__ import annotations
 

@@ -1,0 +1,50 @@
+"""One rounding rule for the numbers in a plan's notes (the console, the JSON's `notes`, the
+plan report all show the same strings):
+
+- a percentage (a margin as a share of its target, a gap, a shed rate, a load growth, a busy
+  share) has one decimal: `+2.5%`, `54.2%`; a share that is not zero but rounds to zero shows
+  as `<0.1%` (so a rate above 0 never reads as 0);
+- a margin in its metric's unit has three significant digits (`+12.3`, `-610`, `+0.001`), never
+  an exponent; beside it, its share of the SLO's target where the target is not zero.
+"""
+
+from __future__ import annotations
+
+import math
+
+PERCENT_DECIMALS = 1
+SIGNIFICANT = 3
+
+
+def share_text(share: float, signed: bool = False) -> str:
+    """A share as a percentage with one decimal: 0.0246 as `2.5%` (`+2.5%` when signed)."""
+    percent = round(100 * share, PERCENT_DECIMALS)
+    sign = "+" if signed and share >= 0 else ""
+    if share != 0 and percent == 0:
+        below = f"<{10**-PERCENT_DECIMALS:g}%"
+        return f"{'-' if share < 0 else sign}{below}"
+    if percent == 0:
+        percent = 0.0  # no "-0.0%"
+    return f"{percent:{'+' if sign else ''}.{PERCENT_DECIMALS}f}%"
+
+
+def unit_text(value: float) -> str:
+    """A signed value in its metric's unit, to three significant digits, never an exponent."""
+    if value == 0:
+        return "+0"
+    digits = max(0, SIGNIFICANT - 1 - math.floor(math.log10(abs(value))))
+    text = f"{round(value, digits):+.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def margin_share(margin: float | None, limit: float) -> float | None:
+    """A margin as a share of its SLO's target (None without a margin or with a zero target)."""
+    return None if margin is None or limit == 0 else margin / abs(limit)
+
+
+def margin_text(margin: float | None, limit: float) -> str:
+    """`+12.3 (+2.5%)`: the margin in the metric's unit and as a share of the target."""
+    if margin is None:
+        return "no value"
+    share = margin_share(margin, limit)
+    return unit_text(margin) + ("" if share is None else f" ({share_text(share, signed=True)})")

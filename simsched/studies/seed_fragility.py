@@ -1,0 +1,60 @@
+"""An answer judged on one seed whose margin or headroom is thin: say so, and how to firm it up.
+
+With `--seeds 1` (the default, for speed: seeds multiply a plan's runtime) every probe is one
+run, and a p99 over one run moves by several percent from seed to seed. An answer whose
+smallest SLO margin (as a share of the SLO's target) or whose headroom (the load growth it
+absorbs) is within the tie margin (by default the calibration's median error, 5.8%) sits where
+one run cannot place it: another seed can flip it to the neighbouring replica count or GPU.
+The note names the thin figure and the rerun (`--seeds 3`), rather than changing the default
+and tripling every plan's time.
+"""
+
+from __future__ import annotations
+
+from simsched.studies.fleet import FleetPlan
+from simsched.studies.plan_numbers import margin_share, share_text
+
+RERUN_SEEDS = 3
+
+
+def thinnest_margin(fleet: FleetPlan) -> tuple[str, float] | None:
+    """(SLO key, margin as a share of its target) of the answer's thinnest SLO."""
+    at = fleet.best.at_answer if fleet.best is not None else None
+    if at is None:
+        return None
+    shares = [
+        (slo.key, share)
+        for slo in fleet.slos
+        if (share := margin_share(at.margins.get(slo.key), slo.limit)) is not None
+    ]
+    return min(shares, key=lambda item: item[1], default=None)
+
+
+def headroom_growth(fleet: FleetPlan) -> float | None:
+    """The load growth the answer absorbs, when a headroom search found one."""
+    found = fleet.headroom
+    if found is None or found.met is None or found.missed is None:
+        return None  # not searched, none at all, or at least the top of the search
+    return found.met / found.base - 1
+
+
+def one_seed_note(fleet: FleetPlan, threshold: float) -> str | None:
+    """A note when the answer was judged on one seed and its margin or headroom is within
+    `threshold` (a share); None otherwise."""
+    if fleet.seeds > 1 or fleet.best is None:
+        return None
+    margin = thinnest_margin(fleet)
+    growth = headroom_growth(fleet)
+    thin_margin = margin is not None and margin[1] <= threshold
+    thin_headroom = growth is not None and growth <= threshold
+    if not (thin_margin or thin_headroom):
+        return None
+    parts = []
+    if margin is not None:
+        parts.append(f"margin {share_text(margin[1], signed=True)} ({margin[0]})")
+    if growth is not None:
+        parts.append(f"headroom {share_text(growth, signed=True)} load")
+    return (
+        f"judged on one seed; {', '.join(parts)}: within the {share_text(threshold)} tie "
+        f"margin, where another seed can move the answer: rerun with --seeds {RERUN_SEEDS}"
+    )

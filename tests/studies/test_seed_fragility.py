@@ -1,0 +1,59 @@
+"""An answer judged on one seed with a thin margin or headroom says so, and names the rerun."""
+
+from __future__ import annotations
+
+from simsched.studies.bisection import PlanResult, Probe
+from simsched.studies.fleet import FleetPlan
+from simsched.studies.headroom import Headroom
+from simsched.studies.seed_fragility import one_seed_note
+from simsched.studies.slo import parse_slo
+from simsched.studies.uncertainty import CALIBRATION_MEDIAN_ERROR
+
+SLOS = [parse_slo("interactive.p99_ttft_ms<=500"), parse_slo("all.shed_rate<=0.001")]
+
+
+def fleet_with(p99_margin_ms: float, seeds: int = 1, headroom: Headroom | None = None):
+    margins = {"interactive.p99_ttft_ms": p99_margin_ms, "all.shed_rate": 0.001}
+    result = PlanResult("cluster.replicas", "base", False, [1, 2, 3], SLOS, answer=2)
+    result.probes = [Probe(2, True, {}, margins=margins, shed={"all": 0.0})]
+    fleet = FleetPlan("cluster.replicas", "base", False, SLOS, "interval", seeds, "value",
+                      [result], headroom=headroom)  # fmt: skip
+    fleet.choose()
+    return fleet
+
+
+def test_a_thin_one_seed_margin_gets_the_note() -> None:
+    # 12.31 ms of 500 = 2.46%, within 5.8%; the shed SLO's 0.001 of 0.001 = 100% is not thinner
+    note = one_seed_note(fleet_with(12.31), CALIBRATION_MEDIAN_ERROR)
+    assert note == (
+        "judged on one seed; margin +2.5% (interactive.p99_ttft_ms): within the 5.8% tie "
+        "margin, where another seed can move the answer: rerun with --seeds 3"
+    )
+
+
+def test_the_threshold_is_inclusive_and_wide_margins_are_quiet() -> None:
+    assert one_seed_note(fleet_with(29.0), CALIBRATION_MEDIAN_ERROR) is not None  # 5.8% exactly
+    assert one_seed_note(fleet_with(30.0), CALIBRATION_MEDIAN_ERROR) is None  # 6.0%
+    assert one_seed_note(fleet_with(30.0), 0.07) is not None  # a wider --tie-margin
+
+
+def test_several_seeds_need_no_note() -> None:
+    assert one_seed_note(fleet_with(1.0, seeds=3), CALIBRATION_MEDIAN_ERROR) is None
+
+
+def test_a_thin_headroom_alone_gets_the_note() -> None:
+    thin = Headroom(1.0, 1.05, 1.1, [])  # +5% load, within 5.8%
+    note = one_seed_note(fleet_with(100.0, headroom=thin), CALIBRATION_MEDIAN_ERROR)
+    assert (
+        note is not None and "margin +20.0% (interactive.p99_ttft_ms), headroom +5.0% load" in note
+    )
+    wide = Headroom(1.0, 1.1, 1.15, [])
+    assert one_seed_note(fleet_with(100.0, headroom=wide), CALIBRATION_MEDIAN_ERROR) is None
+    top = Headroom(1.0, 2.0, None, [])  # met at the top of the search: at least +100%
+    assert one_seed_note(fleet_with(100.0, headroom=top), CALIBRATION_MEDIAN_ERROR) is None
+
+
+def test_no_answer_no_note() -> None:
+    fleet = fleet_with(1.0)
+    fleet.best = None
+    assert one_seed_note(fleet, CALIBRATION_MEDIAN_ERROR) is None
