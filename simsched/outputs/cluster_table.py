@@ -23,9 +23,10 @@ from simsched.results.utilisation import SKEW_LIMIT, skewed
 LISTED = 4  # replicas shown one by one; more show as lowest..highest
 NO_BACKLOG = "no gateway backlog: the policy made no decisions"
 PD_TTFT_NOTE = (
-    "P/D TTFT counts the first token where the prefill replica computes it; through llm-d, "
-    "vLLM's NIXL connector or SGLang the client sees it after the KV transfer (add the "
-    "transfer times above); docs/fleets.md"
+    "P/D TTFT is the client's, as through llm-d and vLLM's NIXL connector: the first token "
+    "streamed by the decode replica, after the wait for decode blocks, the KV transfer and its "
+    "first step; the prefill side's (DistServe's) is the prefill_ttft_ms column and the row "
+    "above; docs/fleets.md"
 )
 METRICS = (
     ("busy share", "busy_share", "{:.2f}"),
@@ -63,6 +64,17 @@ def transfer_rows(usage: list[dict[str, Any] | None]) -> list[tuple[str, list[st
             [f"{m['p50_ms']:.2f} | {m['p99_ms']:.2f}" if m else "-" for m in moved],
         ),
         ("  GB transferred", [f"{m['bytes_total'] / 1e9:.2f}" if m else "-" for m in moved]),
+        (
+            "  p50 | p99 TTFT ms, prefill side",
+            [
+                f"{m['prefill_ttft_p50_ms']:.2f} | {m['prefill_ttft_p99_ms']:.2f}" if m else "-"
+                for m in moved
+            ],
+        ),
+        (
+            "  p50 | p99 TTFT ms, client",
+            [f"{m['ttft_p50_ms']:.2f} | {m['ttft_p99_ms']:.2f}" if m else "-" for m in moved],
+        ),
     ]
 
 

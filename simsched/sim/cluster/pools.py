@@ -86,6 +86,9 @@ class TransferLog:
     ms: list[float] = field(default_factory=list)
     nbytes: list[int] = field(default_factory=list)
     seqs: list[int] = field(default_factory=list)
+    # per handed-off request (by seq): when the prefill replica computed the first token, as
+    # the client would see it there (DistServe's TTFT); the client's TTFT comes from decode
+    prefill_token_ms: dict[int, float] = field(default_factory=dict)
 
 
 class Handoff:
@@ -99,6 +102,7 @@ class Handoff:
         self.in_flight = 0
 
     def __call__(self, source: PrefillReplica, seq: Seq, end: float) -> None:
+        self.log.prefill_token_ms[seq.request.seq] = source.frontend.first_token_ms(end)
         pool = self.cluster.decode_pool(seq.request)
         target = pool.router.choose(list(pool.replicas), seq.request)
         self.in_flight += 1
