@@ -48,7 +48,29 @@ def cluster_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
     )
     for label, key, fmt in METRICS:
         rows.append((f"  {label}", [_each(u, key, fmt) for u in usage]))
-    return rows + transfer_rows(usage)
+    return rows + fleet_rows(usage) + transfer_rows(usage)
+
+
+def fleet_rows(usage: list[dict[str, Any] | None]) -> list[tuple[str, list[str]]]:
+    """Runs on cluster.pools: GPU-hours and cost over the run, per pool and for the fleet
+    (results/pool_costs.py)."""
+    fleets = [(u or {}).get("fleet") for u in usage]
+    if not any(fleets):
+        return []
+    names = sorted({name for u in usage if u and "fleet" in u for name in u["pools"]})
+    rows = [("GPU-hours | cost $ over the run", [""] * len(usage))]
+    for name in names:
+        cells = [_hours_cost((u or {}).get("pools", {}).get(name)) for u in usage]
+        rows.append((f"  pool {name}", cells))
+    rows.append(("  fleet", [_hours_cost(f) for f in fleets]))
+    return rows
+
+
+def _hours_cost(figures: dict[str, Any] | None) -> str:
+    if not figures or "gpu_hours" not in figures:
+        return "-"
+    cost = "no price" if figures["cost_usd"] is None else f"{figures['cost_usd']:.4f}"
+    return f"{figures['gpu_hours']:.4f} | {cost}"
 
 
 def transfer_rows(usage: list[dict[str, Any] | None]) -> list[tuple[str, list[str]]]:

@@ -22,6 +22,7 @@ from simsched.results.frames import (
     variant_facts,
     variant_frame,
 )
+from simsched.results.pool_costs import add_pool_costs
 from simsched.results.pools import add_pool_figures, add_ttft_sides, prefill_ttft_column
 from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
 from simsched.results.provisioned import autoscaled, provisioned_summary
@@ -88,6 +89,7 @@ def simulate(
         usage = utilisation_summary(run.utilisation, frame)
         if usage is not None and run.pools:  # cluster.pools: per pool, and the transfers
             usage = add_pool_figures(usage, run.pools, run.transfers)
+            usage = add_pool_costs(usage, resolved.cluster.pools, run.utilisation, frame)
             add_ttft_sides(usage, frame, run.transfers)
         if usage is not None:  # a model with replicas (continuous batching)
             utilisation[name] = usage

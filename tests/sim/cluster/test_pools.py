@@ -130,6 +130,38 @@ def test_both_ttfts_of_a_lone_pd_request_reach_the_outputs():
     assert moved["ttft_p99_ms"] == round(client_ttft, 2)
 
 
+def test_gpu_hours_cost_and_busy_share_per_pool_and_for_the_fleet():
+    # a lone P/D request on 1 prefill H100 and 2 decode A100s of tp 2: every replica is
+    # provisioned from the arrival (0) to the last iteration's end (the finish), the prefill
+    # replica busy for its one iteration, the decode replica used for answer - 1 steps
+    prompt, answer, gbps = 300, 4, 100.0
+    cluster = {
+        "pools": [
+            pool("p", "prefill", gpu="h100-80gb"),
+            pool("d", "decode", gpu="a100-80gb", replicas=2, tp=2),
+        ],
+        "kv_transfer": {"gbps": gbps, "latency_ms": 0.0},
+    }
+    result = simsched.simulate(one_request(prompt, answer, cluster))
+    prefill = BASE + PREFILL * prompt
+    decode = sum(BASE + DECODE + ATTENTION * (prompt + k) / 1000 for k in range(1, answer))
+    window = prefill + prompt * KV_BYTES_PER_TOKEN * 8 / (gbps * 1e6) + decode
+    usage = result.utilisation[result.variants[0]]
+    p, d, fleet = usage["pools"]["p"], usage["pools"]["d"], usage["fleet"]
+    assert fleet["window_ms"] == round(window, 2)
+    assert p["gpu_hours"] == pytest.approx(1 * 1 * window / 3.6e6, abs=1e-6)
+    assert d["gpu_hours"] == pytest.approx(2 * 2 * window / 3.6e6, abs=1e-6)
+    assert (p["gpus"], d["gpus"]) == (1, 4)
+    assert p["cost_usd"] == round(p["gpu_hours"] * 49.24 / 8, 4)  # CoreWeave list prices
+    assert d["cost_usd"] == round(d["gpu_hours"] * 21.60 / 8, 4)
+    assert p["busy_share"] == pytest.approx(prefill / window, abs=1e-4)
+    assert d["busy_share"] == pytest.approx(decode / (2 * window), abs=1e-4)
+    # the fleet: the sums of the pools, and the busy share weighted by replica time
+    assert fleet["gpu_hours"] == pytest.approx(p["gpu_hours"] + d["gpu_hours"], abs=1e-9)
+    assert fleet["cost_usd"] == pytest.approx(p["cost_usd"] + d["cost_usd"], abs=1e-9)
+    assert fleet["busy_share"] == pytest.approx((prefill + decode) / (3 * window), abs=1e-4)
+
+
 def test_a_pd_request_passes_the_prefill_api_server_in_and_the_decode_one_out(monkeypatch):
     # cluster.frontend in each pool: the request waits per_request_ms + per_input_token_us per
     # prompt token before the prefill engine, and the decode pool's server streams the answer
