@@ -25,9 +25,10 @@ from simsched.results.utilisation import SKEW_LIMIT, skewed
 LISTED = 4  # replicas shown one by one; more show as lowest..highest
 NO_BACKLOG = "no gateway backlog: the policy made no decisions"
 PD_TTFT_NOTE = (
-    "P/D TTFT counts the first token where the prefill replica computes it; through llm-d, "
-    "vLLM's NIXL connector or SGLang the client sees it after the KV transfer (add the "
-    "transfer times above); docs/fleets.md"
+    "P/D TTFT is the client's, as through llm-d and vLLM's NIXL connector: the first token "
+    "streamed by the decode replica, after the wait for decode blocks, the KV transfer and its "
+    "first step; the prefill side's (DistServe's) is the prefill_ttft_ms column and the row "
+    "above; docs/fleets.md"
 )
 METRICS = (
     ("busy share", "busy_share", "{:.2f}"),
@@ -49,7 +50,29 @@ def cluster_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
     )
     for label, key, fmt in METRICS:
         rows.append((f"  {label}", [_each(u, key, fmt) for u in usage]))
-    return rows + transfer_rows(usage)
+    return rows + fleet_rows(usage) + transfer_rows(usage)
+
+
+def fleet_rows(usage: list[dict[str, Any] | None]) -> list[tuple[str, list[str]]]:
+    """Runs on cluster.pools: GPU-hours and cost over the run, per pool and for the fleet
+    (results/pool_costs.py)."""
+    fleets = [(u or {}).get("fleet") for u in usage]
+    if not any(fleets):
+        return []
+    names = sorted({name for u in usage if u and "fleet" in u for name in u["pools"]})
+    rows = [("GPU-hours | cost $ over the run", [""] * len(usage))]
+    for name in names:
+        cells = [_hours_cost((u or {}).get("pools", {}).get(name)) for u in usage]
+        rows.append((f"  pool {name}", cells))
+    rows.append(("  fleet", [_hours_cost(f) for f in fleets]))
+    return rows
+
+
+def _hours_cost(figures: dict[str, Any] | None) -> str:
+    if not figures or "gpu_hours" not in figures:
+        return "-"
+    cost = "no price" if figures["cost_usd"] is None else f"{figures['cost_usd']:.4f}"
+    return f"{figures['gpu_hours']:.4f} | {cost}"
 
 
 def transfer_rows(usage: list[dict[str, Any] | None]) -> list[tuple[str, list[str]]]:
@@ -65,6 +88,17 @@ def transfer_rows(usage: list[dict[str, Any] | None]) -> list[tuple[str, list[st
             [f"{m['p50_ms']:.2f} | {m['p99_ms']:.2f}" if m else "-" for m in moved],
         ),
         ("  GB transferred", [f"{m['bytes_total'] / 1e9:.2f}" if m else "-" for m in moved]),
+        (
+            "  p50 | p99 TTFT ms, prefill side",
+            [
+                f"{m['prefill_ttft_p50_ms']:.2f} | {m['prefill_ttft_p99_ms']:.2f}" if m else "-"
+                for m in moved
+            ],
+        ),
+        (
+            "  p50 | p99 TTFT ms, client",
+            [f"{m['ttft_p50_ms']:.2f} | {m['ttft_p99_ms']:.2f}" if m else "-" for m in moved],
+        ),
     ]
 
 

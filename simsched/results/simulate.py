@@ -23,7 +23,8 @@ from simsched.results.frames import (
     variant_facts,
     variant_frame,
 )
-from simsched.results.pools import add_pool_figures
+from simsched.results.pool_costs import add_pool_costs
+from simsched.results.pools import add_pool_figures, add_ttft_sides, prefill_ttft_column
 from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
 from simsched.results.provisioned import autoscaled, provisioned_summary
 from simsched.results.summaries import capacity_summary, slo_verdict, summarize
@@ -60,6 +61,7 @@ def simulate(
     caching = any(caching_on(resolved) for _, resolved in chosen)
     scaling = any(autoscaled(resolved) for _, resolved in chosen)
     provisioned = {}
+    handoffs = False  # some variant handed a request off (P/D): the prefill_ttft_ms column
     for name, resolved in chosen:
         table = variant_workload(name, resolved, workloads, scenario)
         tick = (lambda done, total, name=name: progress(name, done, total)) if progress else None
@@ -71,6 +73,9 @@ def simulate(
             frame = frame.assign(
                 **session_columns(*(column[frame["_seq"]] for column in run.sessions))
             )
+        if run.transfers is not None:  # cluster.pools: TTFT on the prefill side, kept apart
+            frame = frame.assign(prefill_ttft_ms=prefill_ttft_column(frame, run.transfers))
+            handoffs = handoffs or bool(run.transfers.prefill_token_ms)
         timelines.append(run.timeline.assign(variant=name))
         facts[name] = variant_facts(frame, table.lane, run.per_token_timing)
         summaries[name] = summarize(frame)
@@ -85,6 +90,8 @@ def simulate(
         usage = utilisation_summary(run.utilisation, frame)
         if usage is not None and run.pools:  # cluster.pools: per pool, and the transfers
             usage = add_pool_figures(usage, run.pools, run.transfers)
+            usage = add_pool_costs(usage, resolved.cluster.pools, run.utilisation, frame)
+            add_ttft_sides(usage, frame, run.transfers)
         if usage is not None:  # a model with replicas (continuous batching)
             utilisation[name] = usage
         if run.chargeback is not None:  # columns only where asked: other outputs stay as they were
@@ -106,7 +113,11 @@ def simulate(
         tenants.extend(rows)
     extra = ["cached_tokens", "preempted_cached_tokens"] if caching else []
     extra += ["session", "turn"] if any(has_reactive(r) for _, r in chosen) else []
-    requests = pd.concat(frames, ignore_index=True)[REQUEST_COLUMNS + extra]
+    extra += ["prefill_ttft_ms"] if handoffs else []  # P/D only: other outputs stay as they were
+    requests = pd.concat(frames, ignore_index=True)
+    if handoffs:  # a variant off the pools hands nothing off: its prefill side is the client's
+        requests["prefill_ttft_ms"] = requests["prefill_ttft_ms"].fillna(requests["ttft_ms"])
+    requests = requests[REQUEST_COLUMNS + extra]
     return SimulationResult(
         scenario=scenario,
         variants=[name for name, _ in chosen],

@@ -38,6 +38,7 @@ from simsched.sim.reactive import (
     reactive_feed,
 )
 from simsched.sim.recorder import STATUS_OK, Recorder
+from simsched.sim.tenant_room import per_tenant_scheduler_process
 from simsched.sim.timeline import (
     TIMELINE_COLUMNS,
     TimelineSampler,
@@ -134,7 +135,9 @@ def run_variant(
         feed = reactive_feed(env, scenario, feed, recorder, cost_of(scenario))
     gateway = timing(env, feed, rules, lanes, buckets, recorder)
     stages = Stages(env, policy, lanes, gateway, gate, cluster, buckets, recorder)
-    if controller is None:
+    if controller is None and getattr(cluster, "per_tenant_room", False):
+        env.process(per_tenant_scheduler_process(stages))  # pools: room differs per tenant
+    elif controller is None:
         env.process(scheduler_process(stages))
     else:
         env.process(flow_scheduler_process(stages, controller))

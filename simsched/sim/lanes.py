@@ -51,6 +51,9 @@ class Lanes:
         queue = self._queues[lane][tenant]
         return queue[0] if queue else None
 
+    def held(self, lane: int, tenant: int) -> bool:
+        return False  # the lanes themselves hide nothing (see tenant_room.OpenTenantsView)
+
     def queued_kv_blocks(self, lane: int) -> int:
         return self._kv_blocks[lane]
 

@@ -45,8 +45,7 @@ class PrefillReplica(Replica):
             super()._prefilled(seq, it, end)
             return
         self.prefilling.remove(seq)
-        seq.generated = 1
-        self.recorder.first_token(seq.request, self.frontend.first_token_ms(end))
+        seq.generated = 1  # the client sees it from the decode replica (DecodeReplica._end_step)
         del self.running[seq.request.seq]  # leaves the batch; its blocks stay held
         self.held += 1
         self.handoff(self, seq, end)
@@ -79,6 +78,9 @@ class DecodeReplica(Replica):
         # per request: the front-end time its prefill replica added to its first token; the
         # client sees every later instant shifted by it too (Replica.last_ms, for a mixed one)
         self.front_ms: dict[int, float] = {}
+        # joined sequences whose first decode step has not ended yet: the client's first token
+        # (vLLM's NIXL connector behind llm-d streams the answer from the decode instance)
+        self.awaiting_first: list[Seq] = []
 
     def outstanding(self) -> int:
         """Running, waiting, booking and in transfer: what a router should count as load."""
@@ -128,6 +130,27 @@ class DecodeReplica(Replica):
             self.in_transfer += 1
             booked(seq)
 
+    def _start_jump(self) -> bool:
+        # a step, not a jump, while a joined sequence awaits its first token: its instant is
+        # the end of that step (the jump would give the same instants, without the hook)
+        return not self.awaiting_first and super()._start_jump()
+
+    def _end_step(self) -> None:
+        self._first_tokens(self._end)
+        super()._end_step()
+
+    def _first_tokens(self, end: float) -> None:
+        """The client's first token: the end of the first decode step a joined sequence ran in
+        (one preempted before it waits for a later one), shifted as every client instant."""
+        waiting = []
+        for seq in self.awaiting_first:
+            if seq.request.seq in self.running and seq not in self.prefilling:
+                front = self.front_ms[seq.request.seq]
+                self.recorder.first_token(seq.request, end + front)
+            else:
+                waiting.append(seq)
+        self.awaiting_first = waiting
+
     def _finish(self, seq: Seq, blocks: int, end: float) -> None:
         self.kv.finish(seq, blocks)
         del self.running[seq.request.seq]
@@ -156,6 +179,7 @@ class DecodeReplica(Replica):
             # the first decode iteration `it` computes token target + 1; it finishes after
             # decode - generated more tokens (as Replica._prefilled adds a local prefill)
             self.decoding.add(seq, seq.target + 1 - it, it + seq.decode - seq.generated - 1)
+        self.awaiting_first += self.arrived
         self.arrived = []
 
 

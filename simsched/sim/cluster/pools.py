@@ -10,9 +10,10 @@ request off after the first token (`Handoff`): a decode pool is picked the same 
 picks the replica, the replica books the prompt's blocks, the link carries them, the prefill side
 lets its blocks go and the decode replica takes the sequence into its batch.
 
-A request whose entry pools are all full waits here, at the cluster front (`parked`), while the
-scheduler stops dispatching: at most one request waits so, the others stay in the gateway's
-lanes where the fairness policy orders them.
+Room is per tenant (`open_tenants`, `per_tenant_room`): the scheduler offers the policy only
+the tenants with an entry pool that has room (sim/tenant_room.py), so one tenant's full pools
+never hold back another tenant's idle ones. A request is therefore placed as it is dispatched;
+`parked` remains as the fallback for a request dispatched without room (none is, today).
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ class TransferLog:
     ms: list[float] = field(default_factory=list)
     nbytes: list[int] = field(default_factory=list)
     seqs: list[int] = field(default_factory=list)
+    # per handed-off request (by seq): when the prefill replica computed the first token, as
+    # the client would see it there (DistServe's TTFT); the client's TTFT comes from decode
+    prefill_token_ms: dict[int, float] = field(default_factory=dict)
 
 
 class Handoff:
@@ -98,6 +102,7 @@ class Handoff:
         self.in_flight = 0
 
     def __call__(self, source: PrefillReplica, seq: Seq, end: float) -> None:
+        self.log.prefill_token_ms[seq.request.seq] = source.frontend.first_token_ms(end)
         pool = self.cluster.decode_pool(seq.request)
         target = pool.router.choose(list(pool.replicas), seq.request)
         self.in_flight += 1
@@ -136,6 +141,7 @@ class PooledCluster:
 
     uses_seed = True
     uses_tenants = True  # the engine passes the scenario's tenants (their model and pools)
+    per_tenant_room = True  # the engine runs tenant_room.per_tenant_scheduler_process
 
     def __init__(
         self,
@@ -232,6 +238,13 @@ class PooledCluster:
             if pool.role in ENTRY_ROLES and pool.has_room():
                 return True
         return False
+
+    def open_tenants(self) -> list[bool]:
+        """Per tenant: whether one of its entry pools has room now (each pool asked once)."""
+        if self.parked is not None:
+            return [False] * len(self.entry_pools)
+        room = {id(pool): pool.has_room() for pool in self.pools if pool.role in ENTRY_ROLES}
+        return [any(room[id(pool)] for pool in pools) for pools in self.entry_pools]
 
     def room_available(self) -> simpy.Event:
         if self._room is None:

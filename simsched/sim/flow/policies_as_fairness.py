@@ -42,6 +42,9 @@ class FlowView:
         flow = self._visible(lane, tenant)
         return None if flow is None else self.queues.head(flow)
 
+    def held(self, lane: int, tenant: int) -> bool:
+        return False  # a gated band's flows look empty, as without flow control
+
 
 class OnePolicyOverClasses:
     def __init__(self, name: str, context: PolicyContext) -> None:

@@ -25,6 +25,11 @@ class QueueView(Protocol):
 
     def head(self, lane: int, tenant: int) -> Request | None: ...
 
+    def held(self, lane: int, tenant: int) -> bool:
+        """Whether the view hides work queued in (lane, tenant) because the tenant's request
+        cannot be placed now (sim/tenant_room.py); a policy keeps its state for a held tenant."""
+        ...
+
 
 @dataclass(frozen=True)
 class PolicyContext:

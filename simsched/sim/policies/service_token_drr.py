@@ -71,7 +71,8 @@ class ServiceTokenDrr(Policy):
         for tenant in range(self._turn + 1, view.tenant_count):
             self._turn = tenant
             if not view.queue_length(self._lane, tenant):
-                self.deficits[tenant] = 0.0
+                if not view.held(self._lane, tenant):  # a held tenant keeps its deficit
+                    self.deficits[tenant] = 0.0
                 continue
             self.deficits[tenant] += self.quantum * self.weights[tenant]
             self._in_turn = True

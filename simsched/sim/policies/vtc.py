@@ -13,6 +13,8 @@ OSDI 2024), counting service tokens.
   whose last queued request was the one just picked, and whose next request arrives before the
   next decision, is idle too. When no tenant stayed backlogged there is no lift (also as in
   that code): tenants returning together are not lifted against each other.
+- A tenant held because its pools are full (sim/tenant_room.py) is passed over with its
+  counter untouched, and counts as backlogged (never lifted as returning from idle).
 - Within the chosen tenant, its oldest request goes first whatever its class (VTC is about
   tenants; priority classes only matter to the gateway and the dispatch KV gate).
 
@@ -42,11 +44,11 @@ class Vtc(Policy):
         self._lift_returning(heads)
         tenant = self._smallest_counter(heads)
         if tenant is None:
-            self._stayed = [False] * len(self._stayed)
+            self._stayed = [_held(view, t) for t in range(view.tenant_count)]
             return None
         lane, request = heads[tenant]
         self.counters[tenant] += request.service_tokens / self.weights[tenant]
-        self._stayed = [head is not None for head in heads]
+        self._stayed = [head is not None or _held(view, t) for t, head in enumerate(heads)]
         self._stayed[tenant] = sum(view.queue_length(ln, tenant) for ln in LANES) > 1
         return Pick(lane, tenant)
 
@@ -65,3 +67,8 @@ class Vtc(Policy):
             if head is not None and (best is None or self.counters[tenant] < self.counters[best]):
                 best = tenant
         return best
+
+
+def _held(view: QueueView, tenant: int) -> bool:
+    """Queued but held (its pools full, sim/tenant_room.py): still backlogged, so not lifted."""
+    return any(view.held(lane, tenant) for lane in LANES)

@@ -90,18 +90,76 @@ def test_a_lone_pd_request_is_timed_by_the_prefill_iteration_and_the_link(
     arrival = 0.0
     # one prefill iteration of the whole prompt (under the 2048-token budget), no front end
     prefill_end = arrival + (BASE + PREFILL * prompt)
-    assert run.recorder.first_token_ms[0] == prefill_end
+    assert model.transfers().prefill_token_ms == {0: prefill_end}  # DistServe's TTFT
     nbytes = prompt * KV_BYTES_PER_TOKEN
     transfer = nbytes * 8 / (gbps * 1e6) + latency_ms
     assert model.transfers().nbytes == [nbytes]
     assert model.transfers().ms == [transfer]
     # decode starts when the transfer ends: answer - 1 iterations of one sequence, whose
-    # context is prompt + 1, + 2, ... tokens
+    # context is prompt + 1, + 2, ... tokens; the client's first token (llm-d: streamed by
+    # the decode instance) is the end of the first
     end = prefill_end + transfer
+    steps = []
     for k in range(1, answer):
         end = end + (BASE + DECODE * 1 + ATTENTION * (prompt + k) / 1000)
+        steps.append(end)
+    assert run.recorder.first_token_ms[0] == steps[0]
+    assert run.recorder.ttft_ms[0] == steps[0] - arrival
     assert run.recorder.finish_ms[0] == end
     assert model.kv_blocks_in_use() == 0
+
+
+def test_both_ttfts_of_a_lone_pd_request_reach_the_outputs():
+    # the client's TTFT (after the transfer and the decode replica's first step) is `ttft_ms`;
+    # the prefill side's is `prefill_ttft_ms` and the kv_transfer block reports both
+    prompt, answer, gbps = 300, 3, 100.0
+    cluster = {
+        "pools": [pool("p", "prefill"), pool("d", "decode")],
+        "kv_transfer": {"gbps": gbps, "latency_ms": 0.0},
+    }
+    result = simsched.simulate(one_request(prompt, answer, cluster))
+    prefill_ttft = BASE + PREFILL * prompt
+    transfer = prompt * KV_BYTES_PER_TOKEN * 8 / (gbps * 1e6)
+    client_ttft = prefill_ttft + transfer + (BASE + DECODE + ATTENTION * (prompt + 1) / 1000)
+    row = result.requests.iloc[0]
+    # the requests' TTFTs are rounded to 2 decimals, as ttft_ms always is
+    assert row["prefill_ttft_ms"] == round(prefill_ttft, 2)
+    assert row["ttft_ms"] == round(client_ttft, 2) != row["prefill_ttft_ms"]
+    moved = result.utilisation[result.variants[0]]["kv_transfer"]
+    assert moved["prefill_ttft_p50_ms"] == moved["prefill_ttft_p99_ms"] == round(prefill_ttft, 2)
+    assert moved["ttft_p99_ms"] == round(client_ttft, 2)
+
+
+def test_gpu_hours_cost_and_busy_share_per_pool_and_for_the_fleet():
+    # a lone P/D request on 1 prefill H100 and 2 decode A100s of tp 2: every replica is
+    # provisioned from the arrival (0) to the last iteration's end (the finish), the prefill
+    # replica busy for its one iteration, the decode replica used for answer - 1 steps
+    prompt, answer, gbps = 300, 4, 100.0
+    cluster = {
+        "pools": [
+            pool("p", "prefill", gpu="h100-80gb"),
+            pool("d", "decode", gpu="a100-80gb", replicas=2, tp=2),
+        ],
+        "kv_transfer": {"gbps": gbps, "latency_ms": 0.0},
+    }
+    result = simsched.simulate(one_request(prompt, answer, cluster))
+    prefill = BASE + PREFILL * prompt
+    decode = sum(BASE + DECODE + ATTENTION * (prompt + k) / 1000 for k in range(1, answer))
+    window = prefill + prompt * KV_BYTES_PER_TOKEN * 8 / (gbps * 1e6) + decode
+    usage = result.utilisation[result.variants[0]]
+    p, d, fleet = usage["pools"]["p"], usage["pools"]["d"], usage["fleet"]
+    assert fleet["window_ms"] == round(window, 2)
+    assert p["gpu_hours"] == pytest.approx(1 * 1 * window / 3.6e6, abs=1e-6)
+    assert d["gpu_hours"] == pytest.approx(2 * 2 * window / 3.6e6, abs=1e-6)
+    assert (p["gpus"], d["gpus"]) == (1, 4)
+    assert p["cost_usd"] == round(p["gpu_hours"] * 49.24 / 8, 4)  # CoreWeave list prices
+    assert d["cost_usd"] == round(d["gpu_hours"] * 21.60 / 8, 4)
+    assert p["busy_share"] == pytest.approx(prefill / window, abs=1e-4)
+    assert d["busy_share"] == pytest.approx(decode / (2 * window), abs=1e-4)
+    # the fleet: the sums of the pools, and the busy share weighted by replica time
+    assert fleet["gpu_hours"] == pytest.approx(p["gpu_hours"] + d["gpu_hours"], abs=1e-9)
+    assert fleet["cost_usd"] == pytest.approx(p["cost_usd"] + d["cost_usd"], abs=1e-9)
+    assert fleet["busy_share"] == pytest.approx((prefill + decode) / (3 * window), abs=1e-4)
 
 
 def test_a_pd_request_passes_the_prefill_api_server_in_and_the_decode_one_out(monkeypatch):
@@ -118,10 +176,13 @@ def test_a_pd_request_passes_the_prefill_api_server_in_and_the_decode_one_out(mo
     run, model, _ = run_watched(one_request(prompt, answer, cluster), monkeypatch)
     enter = request_ms + in_us * prompt / 1000
     prefill_end = enter + BASE + PREFILL * prompt
-    assert run.recorder.first_token_ms[0] == prefill_end
+    assert model.transfers().prefill_token_ms == {0: prefill_end}
     end = prefill_end + prompt * KV_BYTES_PER_TOKEN * 8 / (100.0 * 1e6)
+    steps = []
     for k in range(1, answer):
         end = end + (BASE + DECODE * 1 + ATTENTION * (prompt + k) / 1000)
+        steps.append(end)
+    assert run.recorder.first_token_ms[0] == steps[0]  # the decode replica's first step
     assert run.recorder.finish_ms[0] == end + out_us * answer / 1000
 
 
@@ -150,7 +211,9 @@ def test_the_decode_replica_waits_for_free_blocks_before_the_transfer(monkeypatc
     assert len(log.ms) == 2
     finish = np.frombuffer(run.recorder.finish_ms)
     first = np.frombuffer(run.recorder.first_token_ms)
-    assert log.start_ms[0] == first[0] < first[1]  # the first was booked at once
+    prefilled = log.prefill_token_ms
+    assert log.start_ms[0] == prefilled[0] < prefilled[1]  # the first was booked at once
+    assert first[0] > log.start_ms[0] + log.ms[0]  # the client sees it after the transfer
     # the second is booked (its transfer starts) only when the first finished and let its
     # blocks go, at the end of that iteration
     assert log.start_ms[1] == finish[0]

@@ -59,6 +59,9 @@ class FakeView:
         queue = self.queues[lane][tenant]
         return queue[0] if queue else None
 
+    def held(self, lane: int, tenant: int) -> bool:
+        return False
+
     def push(self, lane: int, tenant: int, name: str, service_tokens: int, seq: int) -> None:
         self.queues[lane][tenant].append(Item(name, service_tokens, seq))
 
