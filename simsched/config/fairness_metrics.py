@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from simsched.config.arrival_kinds import REACTIVE_KINDS
 
@@ -28,6 +28,16 @@ class FairnessMetrics(BaseModel):
     # short enough that a burst's backlog spans several windows: a reading choice, not physics.
     backlog_window_ms: Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False)] = 1000.0
     blast_radius: bool = False
+
+    @model_validator(mode="after")
+    def _window_needs_dispersion(self) -> FairnessMetrics:
+        # by value, not by fields set: a checked copy re-validates every field from a dump
+        default = type(self).model_fields["backlog_window_ms"].default
+        if not self.dispersion and self.backlog_window_ms != default:
+            raise ValueError(
+                "backlog_window_ms is read only with dispersion: true: it would do nothing"
+            )
+        return self
 
 
 def reactive_tenant(tenant: Any) -> bool:

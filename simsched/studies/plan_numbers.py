@@ -5,7 +5,8 @@ plan report all show the same strings):
   share) has one decimal: `+2.5%`, `54.2%`; a share that is not zero but rounds to zero shows
   as `<0.1%` (so a rate above 0 never reads as 0);
 - a margin in its metric's unit has three significant digits (`+12.3`, `-610`, `+0.001`), never
-  an exponent; beside it, its share of the SLO's target where the target is not zero.
+  an exponent, and a whole part keeps all its digits (`+12346`, not `+12300`); beside it, its
+  share of the SLO's target where the target is not zero.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def share_text(share: float, signed: bool = False) -> str:
 
 
 def unit_text(value: float) -> str:
-    """A signed value in its metric's unit, to three significant digits, never an exponent."""
+    """A signed value in its metric's unit, to three significant digits (the whole part kept
+    whole), never an exponent."""
     if value == 0:
         return "+0"
     digits = max(0, SIGNIFICANT - 1 - math.floor(math.log10(abs(value))))

@@ -108,3 +108,16 @@ def test_sessions_refuse_a_blast_radius(monkeypatch, capsys, tmp_path) -> None:
     assert exit_info.value.code == 2
     assert len(err.strip().splitlines()) == 1 and "fairness.blast_radius" in err
     assert "chat_sessions.yaml" in err
+
+
+def test_a_backlog_window_without_dispersion_is_refused(monkeypatch, capsys) -> None:
+    # the window is read only by the backlogged dispersion: alone it would do nothing
+    scenario = str(REPO / "scenarios" / "noisy_neighbor.yaml")
+    setting = "fairness={backlog_window_ms: 500}"
+    monkeypatch.setattr(sys, "argv", ["simsched", "scenario", scenario, "--set", setting])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert len(err.strip().splitlines()) == 1 and "backlog_window_ms" in err
+    assert "noisy_neighbor.yaml" in err
