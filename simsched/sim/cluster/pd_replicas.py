@@ -141,7 +141,8 @@ class DecodeReplica(Replica):
 
     def _first_tokens(self, end: float) -> None:
         """The client's first token: the end of the first decode step a joined sequence ran in
-        (one preempted before it waits for a later one), shifted as every client instant."""
+        (one preempted before it gets it at the end of its recompute, `_prefilled`), shifted as
+        every client instant."""
         waiting = []
         for seq in self.awaiting_first:
             if seq.request.seq in self.running and seq not in self.prefilling:
@@ -150,6 +151,15 @@ class DecodeReplica(Replica):
             else:
                 waiting.append(seq)
         self.awaiting_first = waiting
+
+    def _prefilled(self, seq: Seq, it: int, end: float) -> None:
+        # one preempted before its first decode step recomputes here: the step that completes
+        # the recompute emits its next token, so the client's first token is that step's end
+        # (read before `_finish`, which may follow at once and forgets `front_ms`)
+        if seq in self.awaiting_first:
+            self.awaiting_first.remove(seq)
+            self.recorder.first_token(seq.request, end + self.front_ms[seq.request.seq])
+        super()._prefilled(seq, it, end)
 
     def _finish(self, seq: Seq, blocks: int, end: float) -> None:
         self.kv.finish(seq, blocks)

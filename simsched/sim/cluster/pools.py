@@ -12,8 +12,9 @@ lets its blocks go and the decode replica takes the sequence into its batch.
 
 Room is per tenant (`open_tenants`, `per_tenant_room`): the scheduler offers the policy only
 the tenants with an entry pool that has room (sim/tenant_room.py), so one tenant's full pools
-never hold back another tenant's idle ones. A request is therefore placed as it is dispatched;
-`parked` remains as the fallback for a request dispatched without room (none is, today).
+never hold back another tenant's idle ones, and a request is placed as it is dispatched.
+`parked` holds a request dispatched without room: with `flow_control`, whose dispatcher
+(sim/flow/dispatch.py) still asks the cluster-wide `has_room()`, one at most waits here.
 """
 
 from __future__ import annotations

@@ -307,3 +307,44 @@ def test_a_tenant_model_on_a_cluster_without_one_is_an_error():
         one_request(10, 2, token_server, model="llama-3-70b")
     assert "model: the cluster serves no named model" in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("fast_forward", [True, False])
+def test_a_pd_request_preempted_before_its_first_decode_step_gets_its_first_token(
+    fast_forward,
+):
+    # 4 blocks of 16 tokens on the decode side. `long` (16-token prompt, 20 tokens) joins
+    # first and grows to 2 blocks; `short` (32-token prompt, 2 tokens) books its 2 blocks and
+    # joins, but its one decode step needs a third (33 tokens) and none is free: it is the
+    # newest, so it is preempted before any decode step. It recomputes its prompt and the token
+    # the prefill side emitted (32 + 1 tokens, one prefill iteration) once `long` has finished
+    # and freed its blocks; that iteration emits its second and last token, so the client's
+    # first token and the finish are both its end (before the fix the first token was never
+    # recorded, and the run stopped with an internal error).
+    def tenant(name: str, prompt: int, answer: int, start_ms: float) -> dict[str, Any]:
+        return {
+            "id": name,
+            "arrivals": {"kind": "periodic", "start_ms": start_ms, "interval_ms": 1, "count": 1},
+            "prefill_tokens": prompt,
+            "decode_tokens": answer,
+        }
+
+    common = {"block_size": 16, "fast_forward": fast_forward}
+    raw = {
+        "tenants": [tenant("long", 16, 20, 0.0), tenant("short", 32, 2, 0.3)],
+        "cluster": {
+            "pools": [
+                pool("p", "prefill", num_gpu_blocks=64, **common),
+                pool("d", "decode", num_gpu_blocks=4, block_watermark=0.0, **common),
+            ],
+            "kv_transfer": {"gbps": 1000.0, "latency_ms": 0.0},
+        },
+        "admission": {"enabled": False},
+    }
+    scenario = validate(raw, "pd.yaml")
+    run = run_variant(scenario, build_workload(scenario))
+    first = np.frombuffer(run.recorder.first_token_ms)
+    finish = np.frombuffer(run.recorder.finish_ms)
+    assert list(run.recorder.preemptions) == [0, 1]
+    recompute_end = finish[0] + (BASE + PREFILL * (32 + 1))
+    assert first[1] == finish[1] == pytest.approx(recompute_end, abs=1e-9)
