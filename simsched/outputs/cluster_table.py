@@ -24,11 +24,12 @@ from simsched.results.utilisation import SKEW_LIMIT, skewed
 
 LISTED = 4  # replicas shown one by one; more show as lowest..highest
 NO_BACKLOG = "no gateway backlog: the policy made no decisions"
+PREFILL_TTFT_ROW = "  p50 | p99 TTFT ms, prefill side"
 PD_TTFT_NOTE = (
     "P/D TTFT is the client's, as through llm-d and vLLM's NIXL connector: the first token "
     "streamed by the decode replica, after the wait for decode blocks, the KV transfer and its "
     "first step; the prefill side's (DistServe's) is the prefill_ttft_ms column and the row "
-    "above; docs/fleets.md"
+    f"'{PREFILL_TTFT_ROW.strip()}' under 'KV transfer prefill -> decode'; docs/fleets.md"
 )
 METRICS = (
     ("busy share", "busy_share", "{:.2f}"),
@@ -89,7 +90,7 @@ def transfer_rows(usage: list[dict[str, Any] | None]) -> list[tuple[str, list[st
         ),
         ("  GB transferred", [f"{m['bytes_total'] / 1e9:.2f}" if m else "-" for m in moved]),
         (
-            "  p50 | p99 TTFT ms, prefill side",
+            PREFILL_TTFT_ROW,
             [
                 f"{m['prefill_ttft_p50_ms']:.2f} | {m['prefill_ttft_p99_ms']:.2f}" if m else "-"
                 for m in moved

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from simsched.config.loading import validate
-from simsched.outputs.cluster_table import NO_BACKLOG
+from simsched.outputs.cluster_table import NO_BACKLOG, PD_TTFT_NOTE, PREFILL_TTFT_ROW
 from simsched.outputs.tables import comparison_table
 from simsched.results.backlog import had_backlog
 from simsched.results.simulate import simulate
@@ -120,3 +120,10 @@ def test_a_scheduler_policy_flow_control_does_not_use_gets_a_note() -> None:
     assert "note: scheduler.policy differs between variants drr, fifo but none uses it" in table
     raw["flow_control"] = {"fairness": "scheduler"}
     assert "none uses it" not in comparison_table(simulate(validate(raw, "f.yaml")))
+
+
+def test_the_pd_note_names_the_prefill_side_row_it_points_to() -> None:
+    # the note prints below every tenant's block (and in the report, with no table at all), so
+    # "the row above" points nowhere: it names the row of the KV transfer block instead
+    assert PREFILL_TTFT_ROW.strip() in PD_TTFT_NOTE
+    assert "row above" not in PD_TTFT_NOTE
