@@ -49,11 +49,15 @@ def input_error(error: Any, label: str, context: str, model: type | None = None)
 
 def _location(loc: tuple[Any, ...]) -> str:
     text = ""
+    previous = None
     for part in loc:
         if isinstance(part, int):
             text += f"[{part}]"
-        elif not _is_union_tag(str(part)):
+        elif not _is_union_tag(str(part)) or part == previous:
+            # a tag repeated is the field the tag's member holds: `cluster: {pools: [...]}` is
+            # ('cluster', 'pools' (the tag), 'pools' (the field), 1, ...)
             text += f".{part}" if text else str(part)
+        previous = part
     return text
 
 
