@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import pkgutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,15 @@ def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("a simulation started: the input was not refused up front")
 
-    for module in ("simsched.studies.runners", "simsched.studies.sweep"):
-        importlib.import_module(module)  # they bind `simulate` on import: before the patch
-    monkeypatch.setattr("simsched.results.simulate.simulate", refuse)
+    # Modules that bind `simulate` on import must be imported before the patch: one imported
+    # first under it would keep `refuse` for the rest of the worker's tests. Then every bound
+    # copy is patched (and restored after the test), not only the defining module's.
+    import simsched.results.simulate as defining
+    import simsched.studies as studies
+
+    for info in pkgutil.walk_packages(studies.__path__, "simsched.studies."):
+        importlib.import_module(info.name)
+    real = defining.simulate
+    for name, module in list(sys.modules.items()):
+        if name.startswith("simsched") and getattr(module, "simulate", None) is real:
+            monkeypatch.setattr(module, "simulate", refuse)
