@@ -115,6 +115,8 @@ def _slow_calibration(folder: Path) -> Path:
     return path
 
 
+# slow: a real calibrate process with workers, killed, then the process table watched.
+@pytest.mark.slow
 def test_sigkill_of_calibrate_leaves_no_process_behind(tmp_path: Path, processes) -> None:
     calibration = _slow_calibration(tmp_path)
     process = subprocess.Popen(
