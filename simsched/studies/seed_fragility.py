@@ -49,10 +49,10 @@ def one_seed_note(fleet: FleetPlan, threshold: float) -> str | None:
     thin_headroom = growth is not None and growth <= threshold
     if not (thin_margin or thin_headroom):
         return None
-    parts = []
-    if margin is not None:
+    parts = []  # only the thin figures: a wide one listed beside them reads as thin too
+    if thin_margin:
         parts.append(f"margin {share_text(margin[1], signed=True)} ({margin[0]})")
-    if growth is not None:
+    if thin_headroom:
         parts.append(f"headroom {share_text(growth, signed=True)} load")
     return (
         f"judged on one seed; {', '.join(parts)}: within the {share_text(threshold)} tie "
