@@ -10,20 +10,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 
 class Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+def _plus_zero(value: float) -> float:
+    # -0.0 passes `ge=0`, yet numpy's samplers refuse it by its sign bit ("sigma < 0"):
+    # adding +0.0 turns -0.0 into 0.0 and leaves every other value exactly as it was
+    return value + 0.0
+
+
+PlusZero = AfterValidator(_plus_zero)
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False), PlusZero]
 Count = Annotated[int, Field(ge=1)]
 # Hardware figures and cluster sizes: far beyond any real machine, yet small enough that the
 # arithmetic on them (bytes, blocks, times) stays finite and exact.
 Measure = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
-MeasureOrZero = Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)]
+MeasureOrZero = Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False), PlusZero]
 Size = Annotated[int, Field(gt=0, le=2**40)]
 Small = Annotated[int, Field(gt=0, le=2**20)]
 
