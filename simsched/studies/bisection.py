@@ -19,6 +19,7 @@ from typing import Any
 from simsched.results.confidence import Estimate
 from simsched.results.metric_ranges import rounded_interval
 from simsched.studies.knob import Number
+from simsched.studies.plan_numbers import rounded, value_text
 from simsched.studies.slo import Slo
 
 
@@ -198,14 +199,19 @@ def monotonicity_warnings(result: PlanResult) -> list[str]:
         # a latency at a probe that sheds covers the admitted requests only (the plan's notes
         # say so), so it is no evidence against monotonicity: those probes are left out
         judged = [p for p in probes if not (is_latency(slo.metric) and sheds(p))]
-        series = [p.metrics[slo.key] for p in judged if p.metrics[slo.key] is not None]
+        # judged as the warning shows them: a wiggle below the shown digits is seed noise
+        series = [rounded(p.metrics[slo.key]) for p in judged if p.metrics[slo.key] is not None]
         if series not in (sorted(series), sorted(series, reverse=True)):
-            shown = ", ".join(f"{p.value}: {p.metrics[slo.key]}" for p in judged)
+            shown = ", ".join(f"{p.value}: {_shown(p.metrics[slo.key])}" for p in judged)
             admitting = " that admit every request" if len(judged) < len(probes) else ""
             warnings.append(
                 f"{slo.key} is not monotone in {result.knob} over the probes{admitting} ({shown})"
             )
     return warnings
+
+
+def _shown(value: float | None) -> str:
+    return "no value" if value is None else value_text(value)
 
 
 def is_latency(metric: str) -> bool:

@@ -6,7 +6,9 @@ plan report all show the same strings):
   as `<0.1%` (so a rate above 0 never reads as 0);
 - a margin in its metric's unit has three significant digits (`+12.3`, `-610`, `+0.001`), never
   an exponent, and a whole part keeps all its digits (`+12346`, not `+12300`); beside it, its
-  share of the SLO's target where the target is not zero.
+  share of the SLO's target where the target is not zero;
+- a metric's value in a warning is rounded the same way, and a probe series is judged monotone
+  on those rounded values: a wiggle below the third significant digit is noise, not a reversal.
 """
 
 from __future__ import annotations
@@ -34,8 +36,26 @@ def unit_text(value: float) -> str:
     whole), never an exponent."""
     if value == 0:
         return "+0"
-    digits = max(0, SIGNIFICANT - 1 - math.floor(math.log10(abs(value))))
-    text = f"{round(value, digits):+.{digits}f}"
+    return _trimmed(f"{rounded(value):+.{_decimals(value)}f}")
+
+
+def value_text(value: float) -> str:
+    """A metric's value as `unit_text` writes it, without a sign for positive values."""
+    if value == 0:
+        return "0"
+    return _trimmed(f"{rounded(value):.{_decimals(value)}f}")
+
+
+def rounded(value: float) -> float:
+    """The value to three significant digits, the whole part kept whole (as the notes show it)."""
+    return value if value == 0 else round(value, _decimals(value))
+
+
+def _decimals(value: float) -> int:
+    return max(0, SIGNIFICANT - 1 - math.floor(math.log10(abs(value))))
+
+
+def _trimmed(text: str) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 

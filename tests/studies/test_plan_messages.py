@@ -49,7 +49,18 @@ def test_a_genuine_non_monotone_latency_is_still_a_warning() -> None:
     result = shedding_plan(p99_at_5=450.0)  # 600, 400, 450: down, then up
     assert monotonicity_warnings(result) == [
         f"{TTFT} is not monotone in k over the probes that admit every request "
-        "(3: 600.0, 4: 400.0, 5: 450.0)"
+        "(3: 600, 4: 400, 5: 450)"
+    ]
+
+
+def test_a_wiggle_below_the_shown_digits_is_not_a_reversal() -> None:
+    # 600, 400, then 400.4: up by 0.1% of the value, below three significant digits (seed
+    # noise a one-seed plan always has), so no warning; 401 is a reversal, shown rounded
+    assert monotonicity_warnings(shedding_plan(p99_at_5=400.4)) == []
+    warned = monotonicity_warnings(shedding_plan(p99_at_5=401.3333333))
+    assert warned == [
+        f"{TTFT} is not monotone in k over the probes that admit every request "
+        "(3: 600, 4: 400, 5: 401)"
     ]
 
 
