@@ -38,9 +38,12 @@ def batch_sheds(*overrides: str) -> int:
 
 
 def test_smallest_kv_that_sheds_no_batch_request_matches_brute_force() -> None:
-    knob, values = "cluster.total_kv_blocks", list(range(1600, 8001, 400))
+    # A range narrow enough for a cheap brute force, wide enough that the answer (batch sheds
+    # one request fewer per 400 blocks from 1600 up) lies strictly inside it, not at an edge.
+    knob, values = "cluster.total_kv_blocks", list(range(6000, 7601, 400))
     expected = next(v for v in values if batch_sheds(f"{knob}={v}") == 0)
-    result = plan(SCENARIO, knob, "1600:8000", ["tenant_batch_rag.shed<=0"], step=400,
+    assert values[0] < expected < values[-1]  # a bisection that returns an edge cannot pass
+    result = plan(SCENARIO, knob, "6000:7600", ["tenant_batch_rag.shed<=0"], step=400,
                   overrides=NO_QUOTA, headroom=False)  # fmt: skip
     assert result.answer == expected and result.variant == VARIANT  # the last by default
     assert len(result.probes) < len(values)  # bisection, not a scan
@@ -52,9 +55,11 @@ def test_smallest_kv_that_sheds_no_batch_request_matches_brute_force() -> None:
 
 
 def test_largest_batch_burst_without_shedding_matches_brute_force() -> None:
-    knob, values = "tenants.tenant_batch_rag.arrivals.count", list(range(1, 13))
+    # Narrowed like the test above: the answer strictly inside the range, its edges both probed.
+    knob, values = "tenants.tenant_batch_rag.arrivals.count", list(range(2, 8))
     expected = [v for v in values if batch_sheds(f"{knob}={v}") == 0][-1]
-    result = plan(SCENARIO, knob, "1:12", ["tenant_batch_rag.shed<=0"], maximize=True,
+    assert values[0] < expected < values[-1]
+    result = plan(SCENARIO, knob, "2:7", ["tenant_batch_rag.shed<=0"], maximize=True,
                   overrides=NO_QUOTA, headroom=False)  # fmt: skip
     assert result.answer == expected
     assert {p.value: p.met for p in result.probes}[expected + 1] is False
@@ -140,7 +145,7 @@ def test_a_probe_the_scenario_cannot_run_is_a_one_line_input_error(
 def test_cli_plan_table_and_json() -> None:
     app = typer.Typer()
     register(app)
-    args = ["plan", str(SCENARIO), "--vary", "cluster.total_kv_blocks", "--range", "1600:8000"]
+    args = ["plan", str(SCENARIO), "--vary", "cluster.total_kv_blocks", "--range", "5600:8000"]
     args += ["--step", "800", "--slo", "tenant_batch_rag.shed<=0", *("--set", NO_QUOTA[0])]
     table = CliRunner().invoke(app, args)
     assert table.exit_code == 0, table.output
