@@ -1,9 +1,15 @@
-"""Make a setting's path reachable in a scenario that writes a tagged section in short form.
+"""Make a setting's path reachable in a scenario that writes a tagged section in short form,
+or that splits its cluster into pools.
 
 Scenarios may write `latency_model: roofline` (the bare name) or leave `latency_model` out
 (the roofline with its defaults). A dotted path such as `cluster.latency_model.overhead_ms`
 cannot be set under a string or create a section without its `kind`, so before a case's
 overrides we set such a section to its long form, `{kind: <name>}`, which means the same.
+
+A pooled scenario (`cluster.pools`) has no per-replica settings at the cluster's top level: each
+pool carries its own. A calibrated `cluster.X` is a cost of every replica (a GPU efficiency, the
+CPU time of an iteration), so there it means every pool's `X`: `cluster.pools[i].X` for each
+pool the scenario file declares (`per_pool`).
 """
 
 from __future__ import annotations
@@ -17,6 +23,39 @@ from simsched.errors import InputError
 
 # tagged sections with a short form, and the kind they mean when left out
 DEFAULT_KIND = {"latency_model": "roofline"}
+# a pooled cluster's own keys (config/pools.py, PooledClusterConfig); every other cluster key
+# belongs to a pool
+POOLED_CLUSTER_KEYS = frozenset({"service_model", "pools", "kv_transfer"})
+
+
+def per_pool(scenario: Path, path: str) -> list[str]:
+    """The paths a setting's `path` stands for in `scenario`: `cluster.X` once per pool when the
+    scenario declares `cluster.pools`, else `path` itself."""
+    segments = _segments(path)
+    if len(segments) < 2 or segments[0] != "cluster" or segments[1] in POOLED_CLUSTER_KEYS:
+        return [path]
+    pools = _pools(scenario)
+    if not pools:
+        return [path]
+    rest = path.strip()[len("cluster.") :]
+    return [f"cluster.pools[{i}].{rest}" for i in range(len(pools))]
+
+
+def _segments(path: str) -> list[str]:
+    try:
+        return split_path(path)
+    except ValueError:
+        return []  # malformed: the override itself reports it
+
+
+def _pools(scenario: Path) -> list[Any]:
+    try:
+        raw = parse_yaml_mapping(read_text(scenario, "scenario", MAX_SCENARIO_BYTES), str(scenario))
+    except InputError:
+        return []  # loading the scenario reports it, naming the case
+    cluster = raw.get("cluster")
+    pools = cluster.get("pools") if isinstance(cluster, dict) else None
+    return pools if isinstance(pools, list) else []
 
 
 def long_forms(scenario: Path, paths: list[str]) -> list[str]:

@@ -20,7 +20,7 @@ from simsched.config.validation_errors import input_error
 from simsched.config.yaml_io import MAX_SCENARIO_BYTES, parse_yaml_mapping, read_text
 from simsched.errors import InputError
 from simsched.studies.calibration.metrics import METRICS, VLLM_KEYS
-from simsched.studies.calibration.paths import long_forms
+from simsched.studies.calibration.paths import long_forms, per_pool
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 # A `vllm bench serve --save-result` JSON is a few KiB (per-request lists make it larger).
@@ -171,11 +171,17 @@ def case_overrides(
     """A case's `--set` list: short-form sections made long, the settings (those with a
     value; none when `values` is None), then the case's own."""
     settings = [(s, v) for s, v in zip(spec.settings, values or [], strict=False) if v is not None]
-    paths = [s.path for s in spec.settings if applies(s, case.name)] + [
-        item.split("=", 1)[0] for item in case.set
+    setting_paths = [
+        p for s in spec.settings if applies(s, case.name) for p in per_pool(scenario, s.path)
     ]
+    paths = setting_paths + [item.split("=", 1)[0] for item in case.set]
     out = long_forms(scenario, paths)
-    out += [f"{s.path}={v!r}" for s, v in settings if applies(s, case.name)]
+    out += [
+        f"{path}={v!r}"
+        for s, v in settings
+        if applies(s, case.name)
+        for path in per_pool(scenario, s.path)
+    ]
     return out + list(case.set)  # a case's own settings win (e.g. an engine without a server)
 
 
