@@ -71,3 +71,18 @@ def scheduler_process(stages: Stages) -> Generator[simpy.Event, None, None]:
         ready = start(request)
         if ready is not None:  # the cluster takes no more work until then
             yield ready
+
+
+def dispatch_chosen(stages: Stages, request, now: float) -> simpy.Event | None:
+    """Admit the request the scheduler chose, or shed it at the KV gate; the event to wait for
+    before choosing again, or None. The schedulers with flow control and with per-tenant room
+    share this; `scheduler_process` inlines the same steps with bound names (its hot loop)."""
+    stages.buckets.refill(now)
+    occupancy = stages.gate.dispatch_occupancy(request)
+    wait_ms = max(0.0, now - request.arrival_ms)
+    if stages.gate.blocks_dispatch(occupancy, request):
+        stages.recorder.shed(request.seq, SHED_KV_WATERMARK, wait_ms, occupancy)
+        return None
+    known_ttft_ms = stages.cluster.known_ttft_ms(request, wait_ms)
+    stages.recorder.admitted(request.seq, now, wait_ms, occupancy, known_ttft_ms)
+    return stages.cluster.start(request)

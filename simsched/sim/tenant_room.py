@@ -30,9 +30,8 @@ from collections.abc import Generator
 
 import simpy
 
-from simsched.sim.dispatcher import Stages
+from simsched.sim.dispatcher import Stages, dispatch_chosen
 from simsched.sim.lanes import Lanes
-from simsched.sim.recorder import SHED_KV_WATERMARK
 from simsched.sim.requests import Request
 
 
@@ -64,7 +63,7 @@ class OpenTenantsView:
 def per_tenant_scheduler_process(stages: Stages) -> Generator[simpy.Event, None, None]:
     """As `dispatcher.scheduler_process`, with the policy choosing among open tenants only."""
     env, policy, lanes, gateway = stages.env, stages.policy, stages.lanes, stages.gateway
-    gate, cluster, buckets, recorder = stages.gate, stages.cluster, stages.buckets, stages.recorder
+    cluster = stages.cluster
     while True:
         now = env.now
         gateway.tick(now)
@@ -80,15 +79,6 @@ def per_tenant_scheduler_process(stages: Stages) -> Generator[simpy.Event, None,
                 yield gateway.next_arrival()
             continue
         request = lanes.pop(pick.lane, pick.tenant)
-        buckets.refill(now)
-        occupancy = gate.dispatch_occupancy(request)
-        wait_ms = max(0.0, now - request.arrival_ms)
-        if gate.blocks_dispatch(occupancy, request):
-            recorder.shed(request.seq, SHED_KV_WATERMARK, wait_ms, occupancy)
-            continue
-        recorder.admitted(
-            request.seq, now, wait_ms, occupancy, cluster.known_ttft_ms(request, wait_ms)
-        )
-        ready = cluster.start(request)
+        ready = dispatch_chosen(stages, request, now)
         if ready is not None:
             yield ready

@@ -8,17 +8,15 @@ from collections.abc import Generator
 
 import simpy
 
-from simsched.sim.dispatcher import Stages
+from simsched.sim.dispatcher import Stages, dispatch_chosen
 from simsched.sim.flow.controller import FlowController, Hold
 from simsched.sim.kernel import SCHEDULER
-from simsched.sim.recorder import SHED_KV_WATERMARK
 
 
 def flow_scheduler_process(
     stages: Stages, controller: FlowController
 ) -> Generator[simpy.Event, None, None]:
-    env, gateway, gate, cluster = stages.env, stages.gateway, stages.gate, stages.cluster
-    buckets, recorder = stages.buckets, stages.recorder
+    env, gateway, cluster = stages.env, stages.gateway, stages.cluster
     while True:
         now = env.now
         gateway.tick(now)
@@ -34,15 +32,6 @@ def flow_scheduler_process(
             yield env.any_of([gateway.next_arrival(), recheck])
             continue
         request = choice
-        buckets.refill(now)
-        occupancy = gate.dispatch_occupancy(request)
-        wait_ms = max(0.0, now - request.arrival_ms)
-        if gate.blocks_dispatch(occupancy, request):
-            recorder.shed(request.seq, SHED_KV_WATERMARK, wait_ms, occupancy)
-            continue
-        recorder.admitted(
-            request.seq, now, wait_ms, occupancy, cluster.known_ttft_ms(request, wait_ms)
-        )
-        ready = cluster.start(request)
+        ready = dispatch_chosen(stages, request, now)
         if ready is not None:
             yield ready
