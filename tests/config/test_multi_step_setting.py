@@ -6,32 +6,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from simsched.cli.app import main
-from simsched.config.loading import validate
 from simsched.errors import InputError
 from simsched.sim.cluster.cpu_time import build_engine_latency
+from tests.config.test_engine_profiles import cluster_of
 
 BATCHING = Path(__file__).resolve().parents[2] / "scenarios" / "noisy_neighbor_batching.yaml"
-
-
-def cluster_of(**settings: Any) -> Any:
-    raw = {
-        "name": "t",
-        "tenants": [
-            {
-                "id": "a",
-                "arrivals": {"kind": "periodic", "interval_ms": 1, "count": 1},
-                "prefill_tokens": 1,
-                "decode_tokens": 1,
-            }
-        ],
-        "cluster": {"service_model": "continuous_batching", **settings},
-    }
-    return validate(raw, "t").cluster
 
 
 def test_multi_step_written_with_one_step_exits_2_in_one_line(monkeypatch, capsys) -> None:
