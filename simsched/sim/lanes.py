@@ -51,8 +51,8 @@ class Lanes:
         queue = self._queues[lane][tenant]
         return queue[0] if queue else None
 
-    def held(self, lane: int, tenant: int) -> bool:
-        return False  # the lanes themselves hide nothing (see tenant_room.OpenTenantsView)
+    def held_head(self, lane: int, tenant: int) -> Request | None:
+        return None  # the lanes themselves hide nothing (see tenant_room.OpenTenantsView)
 
     def queued_kv_blocks(self, lane: int) -> int:
         return self._kv_blocks[lane]

@@ -9,7 +9,7 @@ across tenants), so a cluster that declares `per_tenant_room = True` answers
 here shows the policy only the open tenants' queues (`OpenTenantsView`).
 
 The rule for the policies, each seeing a held tenant (queued work, pools full) as absent for
-this decision but keeping its state for it (`QueueView.held`):
+this decision but keeping its state for it (`QueueView.held_head`):
 
 - priority lanes are respected within what can go: interactive work that cannot be placed does
   not stop an open tenant's batch work (`service_token_drr`, `strict_priority`);
@@ -17,7 +17,8 @@ this decision but keeping its state for it (`QueueView.held`):
   quantum added nor the reset of an empty tenant), and a no-dispatch round's boost skips it;
 - `vtc`: a held tenant's counter is untouched and it still counts as backlogged, so it is not
   lifted as a tenant returning from idle when its pools have room again;
-- `wfq`: a held tenant's tags are untouched (its head keeps its start tag);
+- `wfq`: a held tenant's head is tagged as any head when a decision first sees it, and its
+  tags are then untouched (a head that arrives during the hold keeps that start tag);
 - `request_count_fifo`, `fcfs`, `edf`: a held tenant is passed over, as if empty.
 
 Clusters with one pool of replicas for everyone (token_server, continuous_batching) keep
@@ -56,8 +57,8 @@ class OpenTenantsView:
     def head(self, lane: int, tenant: int) -> Request | None:
         return self.lanes.head(lane, tenant) if self.open[tenant] else None
 
-    def held(self, lane: int, tenant: int) -> bool:
-        return not self.open[tenant] and self.lanes.queue_length(lane, tenant) > 0
+    def held_head(self, lane: int, tenant: int) -> Request | None:
+        return None if self.open[tenant] else self.lanes.head(lane, tenant)
 
 
 def per_tenant_scheduler_process(stages: Stages) -> Generator[simpy.Event, None, None]:

@@ -42,8 +42,8 @@ class FlowView:
         flow = self._visible(lane, tenant)
         return None if flow is None else self.queues.head(flow)
 
-    def held(self, lane: int, tenant: int) -> bool:
-        return False  # a gated band's flows look empty, as without flow control
+    def held_head(self, lane: int, tenant: int) -> Request | None:
+        return None  # a gated band's flows look empty, as without flow control
 
 
 class OnePolicyOverClasses:

@@ -25,9 +25,9 @@ class QueueView(Protocol):
 
     def head(self, lane: int, tenant: int) -> Request | None: ...
 
-    def held(self, lane: int, tenant: int) -> bool:
-        """Whether the view hides work queued in (lane, tenant) because the tenant's request
-        cannot be placed now (sim/tenant_room.py); a policy keeps its state for a held tenant."""
+    def held_head(self, lane: int, tenant: int) -> Request | None:
+        """The head of (lane, tenant) that the view hides because the tenant's request cannot be
+        placed now (sim/tenant_room.py), or None; a policy keeps its state for a held tenant."""
         ...
 
 

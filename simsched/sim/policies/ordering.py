@@ -27,9 +27,20 @@ def oldest_head(view: QueueView, tenant: int) -> tuple[int, Request] | None:
 
     This is class-blind ordering within a tenant: the tenant's two lanes merged by arrival.
     """
+    return _oldest(view.head, tenant)
+
+
+def oldest_held_head(view: QueueView, tenant: int) -> tuple[int, Request] | None:
+    """As `oldest_head`, among the heads the view hides because their tenant is held."""
+    return _oldest(view.held_head, tenant)
+
+
+def _oldest(
+    head_of: Callable[[int, int], Request | None], tenant: int
+) -> tuple[int, Request] | None:
     best: tuple[int, Request] | None = None
     for lane in LANES:
-        head = view.head(lane, tenant)
+        head = head_of(lane, tenant)
         if head is not None and (best is None or head.seq < best[1].seq):
             best = (lane, head)
     return best

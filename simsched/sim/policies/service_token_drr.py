@@ -71,7 +71,7 @@ class ServiceTokenDrr(Policy):
         for tenant in range(self._turn + 1, view.tenant_count):
             self._turn = tenant
             if not view.queue_length(self._lane, tenant):
-                if not view.held(self._lane, tenant):  # a held tenant keeps its deficit
+                if view.held_head(self._lane, tenant) is None:  # a held tenant keeps its deficit
                     self.deficits[tenant] = 0.0
                 continue
             self.deficits[tenant] += self.quantum * self.weights[tenant]

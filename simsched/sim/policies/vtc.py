@@ -71,4 +71,4 @@ class Vtc(Policy):
 
 def _held(view: QueueView, tenant: int) -> bool:
     """Queued but held (its pools full, sim/tenant_room.py): still backlogged, so not lifted."""
-    return any(view.held(lane, tenant) for lane in LANES)
+    return any(view.held_head(lane, tenant) is not None for lane in LANES)

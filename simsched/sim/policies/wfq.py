@@ -6,8 +6,12 @@
   finish tag `F = S + service_tokens / weight`, `F_prev` being the finish tag of the tenant's
   previous request (0 at first) and `V` the virtual time.
 - The head with the smallest start tag goes next, ties to the tenant declared first, and `V`
-  becomes its start tag (SFQ's "start tag of the request in service"). `V` never decreases:
-  every tagged head has `S >= V`.
+  becomes its start tag (SFQ's "start tag of the request in service"), unless that is below
+  `V`: `V` never decreases. Only a held head (next) can carry `S < V`.
+- A tenant held because its pools are full (sim/tenant_room.py) cannot be picked, but its head
+  is tagged like any other, the first time a decision sees it: a request that becomes its
+  tenant's head during a hold keeps the start tag of that moment, so the hold does not cost
+  it its place (as DRR keeps a held tenant's deficit and VTC its counter).
 
 Tags live in per-tenant running state, never on the queues: a head is tagged the first time a
 decision sees it, which gives the tag it would have had when it became the head, because `V`
@@ -19,7 +23,7 @@ tell).
 from __future__ import annotations
 
 from simsched.sim.policies.base import Pick, Policy, PolicyContext, QueueView
-from simsched.sim.policies.ordering import oldest_head
+from simsched.sim.policies.ordering import oldest_head, oldest_held_head
 from simsched.sim.requests import Request
 
 _UNTAGGED = -1  # no request seq is negative
@@ -41,6 +45,7 @@ class Wfq(Policy):
         for tenant in range(view.tenant_count):
             found = oldest_head(view, tenant)
             if found is None:
+                self._tag_held(view, tenant)
                 continue
             lane, head = found
             if head.seq != self._tagged_seq[tenant]:
@@ -48,9 +53,14 @@ class Wfq(Policy):
             if best is None or self.start_tags[tenant] < self.start_tags[best.tenant]:
                 best = Pick(lane, tenant)
         if best is not None:
-            self.virtual_time = self.start_tags[best.tenant]
+            self.virtual_time = max(self.virtual_time, self.start_tags[best.tenant])
             self._tagged_seq[best.tenant] = _UNTAGGED  # the picked head leaves the queue
         return best
+
+    def _tag_held(self, view: QueueView, tenant: int) -> None:
+        held = oldest_held_head(view, tenant)
+        if held is not None and held[1].seq != self._tagged_seq[tenant]:
+            self._tag(tenant, held[1])
 
     def _tag(self, tenant: int, head: Request) -> None:
         start = max(self.virtual_time, self.finish_tags[tenant])

@@ -161,6 +161,37 @@ def test_a_held_queue_is_reported_and_hidden():
     lanes = Lanes(2)
     lanes.push(request(0, 0, BATCH, 10))
     view = OpenTenantsView(lanes, [False, True])
-    assert view.held(BATCH, 0) and not view.held(INTERACTIVE, 0)
+    assert view.held_head(BATCH, 0) is lanes.head(BATCH, 0)
+    assert view.held_head(INTERACTIVE, 0) is None
     assert view.head(BATCH, 0) is None and view.lane_size(BATCH) == 0
     assert view.queue_length(BATCH, 0) == 0 and lanes.queue_length(BATCH, 0) == 1
+
+
+def test_wfq_tags_a_head_that_arrives_while_its_tenant_is_held():
+    # Weights 1 and 100-token requests, so a finish tag is its start tag + 100. Tenant 1's
+    # request 3 arrives while tenant 1 is held, and is tagged at the next decision like any
+    # head: S = max(V = 0, F_prev = 0) = 0. Tenant 0 then goes three times (S = 100, 200, 300;
+    # V follows to 300). When tenant 1 is open again its head still has S = 0 and goes; its next
+    # request 9 gets S = max(V = 300, F = 100) = 300 < tenant 0's 400, so tenant 1 goes twice
+    # before tenant 0. Tagged only when seen open (S = 300 then), request 9 would get S = 400,
+    # tie with tenant 0 and lose to the tenant declared first: picks [1, 0, 1].
+    wfq = policy("wfq")
+    lanes = Lanes(2)
+    both, held = OpenTenantsView(lanes, [True, True]), OpenTenantsView(lanes, [True, False])
+    lanes.push(request(0, 0, INTERACTIVE, 100))
+    lanes.pop(INTERACTIVE, wfq.select(both).tenant)
+    for seq in (2, 4, 6):
+        lanes.push(request(seq, 0, INTERACTIVE, 100))
+    lanes.push(request(3, 1, INTERACTIVE, 100))
+    for _ in range(3):
+        assert wfq.select(held).tenant == 0
+        lanes.pop(INTERACTIVE, 0)
+    assert wfq.start_tags[1] == 0.0 and wfq.virtual_time == 300.0
+    for seq, tenant in ((8, 0), (10, 0), (9, 1)):
+        lanes.push(request(seq, tenant, INTERACTIVE, 100))
+    picks = []
+    for _ in range(3):
+        picks.append(wfq.select(both).tenant)
+        lanes.pop(INTERACTIVE, picks[-1])
+    assert picks == [1, 1, 0]
+    assert wfq.virtual_time == 400.0  # never below 300, though the held head's S was 0

@@ -59,8 +59,8 @@ class FakeView:
         queue = self.queues[lane][tenant]
         return queue[0] if queue else None
 
-    def held(self, lane: int, tenant: int) -> bool:
-        return False
+    def held_head(self, lane: int, tenant: int) -> Item | None:
+        return None
 
     def push(self, lane: int, tenant: int, name: str, service_tokens: int, seq: int) -> None:
         self.queues[lane][tenant].append(Item(name, service_tokens, seq))
