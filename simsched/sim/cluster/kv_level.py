@@ -1,10 +1,9 @@
 """The KV blocks a fleet of replicas holds now, kept up to date by the replicas' KV memories.
 
 The KV gate reads the cluster's blocks in use at every arrival and every dispatch (sim/kv_gate.py),
-so summing every replica's view on each read made the reads O(replicas) per request: about nine
-replica reads a request on a four-replica plan. Instead each memory (kv_memory.py) adds what it
-holds and releases to its fleet's `held` as it changes, and tells the fleet when a fast-forward
-jump starts and ends. A read is then
+so summing every replica's view on each read cost two passes over the replicas a request.
+Instead each memory (kv_memory.py) adds what it holds and releases to its fleet's `held` as it
+changes, and tells the fleet when a fast-forward jump starts and ends. A read is then
 
     in_use(now) = held + sum over jumping memories m of m.growth.need[m.growth.index_at(now)]
 
