@@ -247,3 +247,13 @@ def test_the_machine_line_says_when_there_are_more_runnable_processes_than_cores
     assert machine_line(2, 1.5) == "machine: 2 cores, load average 1.5 over the last minute"
     assert machine_line(2, 12.3).endswith("busy: more runnable processes than cores, so "
                                           "absolute times are inflated")  # fmt: skip
+
+
+def test_plan_configs_digest_names_the_outcomes_of_a_configuration() -> None:
+    import plan_configs
+
+    first, other = plan_configs.run(["h100-80gb:1", "h100-80gb:2"], duration_s=5)
+    again = plan_configs.run(["h100-80gb:1"], duration_s=5)[0]
+    assert first["requests"] > 100
+    assert first["digest"] == again["digest"]  # the same simulation, the same digest
+    assert first["digest"] != other["digest"]  # another fleet, other outcomes

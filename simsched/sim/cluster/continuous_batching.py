@@ -7,8 +7,9 @@ some replica's waiting queue is under `max_waiting_per_replica`; once all are fu
 therefore build up in the gateway's lanes, where the fairness policy orders them, not here.
 
 Cluster-wide figures are sums over replicas: KV blocks (the admission rules read occupancy as
-blocks in use over the total) and the sustained token rate (`tput`, the gateway's wait estimate;
-see `latency.sustained_tokens_per_ms`). TTFT is not known at dispatch: the recorder takes it
+blocks in use over the total; a running total that the replicas' memories keep, kv_level.py)
+and the sustained token rate (`tput`, the gateway's wait estimate; see
+`latency.sustained_tokens_per_ms`). TTFT is not known at dispatch: the recorder takes it
 from the first token.
 """
 
@@ -22,6 +23,7 @@ import simpy
 
 from simsched.sim.cluster.attribution import NO_ATTRIBUTION, IterationObserver
 from simsched.sim.cluster.cpu_time import build_engine_latency
+from simsched.sim.cluster.kv_level import FleetKv
 from simsched.sim.cluster.latency import sustained_tokens_per_ms
 from simsched.sim.cluster.replica import NoObserver, Replica
 from simsched.sim.cluster.replica_group import build_group, replica_slots
@@ -50,8 +52,11 @@ class ContinuousBatching:
         # one observer for all replicas: per-tenant chargeback sums over the fleet
         self.attribution = attribution(latency)
         slots = replica_slots(config)  # autoscaling builds every slot it may ever use
+        # the blocks all replicas hold, kept up to date by their memories (kv_level.py)
+        self.fleet = FleetKv(env)
         self.replicas = [
-            Replica(env, i, config, latency, recorder, self.attribution) for i in range(slots)
+            Replica(env, i, config, latency, recorder, self.attribution, self.fleet)
+            for i in range(slots)
         ]
         for replica in self.replicas:
             replica.on_room = self._room_appeared
@@ -78,10 +83,9 @@ class ContinuousBatching:
         return config.replicas * sustained_tokens_per_ms(build_engine_latency(config), config)
 
     def kv_blocks_in_use(self) -> int:
-        total = 0
-        for replica in self.replicas:  # plain loops here: each runs once per request or more
-            total += replica.blocks_in_use()
-        return total
+        # every slot's memory, serving or not (one that is off holds nothing), as a sum of the
+        # replicas' views would count them, at the cost of the replicas in a jump
+        return self.fleet.in_use()
 
     def kv_peak_ratio(self) -> float:
         # Per replica: a replica's level only grows during a fast-forward jump, so its pool's

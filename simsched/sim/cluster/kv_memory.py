@@ -12,7 +12,9 @@ tests/sim/cluster/test_kv_memory.py runs one conformance suite over both.
 
 `level` counts the blocks held by running sequences at the last iteration boundary (what the
 batching loop plans with); during a jump the iterations take blocks as they start, so `in_use()`
-adds the jump's growth up to now (`Jump.need`, cumulated per iteration).
+adds the jump's growth up to now (`Jump.need`, cumulated per iteration). Every memory reports its
+holds, releases and jumps to a `FleetKv` (kv_level.py), the cluster's running total that the KV
+gate reads instead of asking every replica; a memory built alone reports to a fleet of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from simsched.sim.cluster.kv import KvPool
+from simsched.sim.cluster.kv_level import FleetKv
 from simsched.sim.recorder import Recorder
 
 if TYPE_CHECKING:
@@ -98,12 +101,29 @@ class KvMemory(Protocol):
 class PlainKv(KvPool):
     """KV blocks as a counter: a sequence's blocks are its own and go when it does."""
 
-    def __init__(self, env: simpy.Environment, capacity: int, block_size: int, recorder: Recorder):
+    def __init__(
+        self,
+        env: simpy.Environment,
+        capacity: int,
+        block_size: int,
+        recorder: Recorder,
+        fleet: FleetKv | None = None,
+    ):
         super().__init__(capacity)
         self.env = env
         self.block_size = block_size
         self.recorder = recorder
         self.growth: Jump | None = None
+        # the cluster's total this memory keeps up to date (its own when built alone)
+        self.fleet = FleetKv(env) if fleet is None else fleet
+
+    def hold(self, blocks: int) -> None:
+        super().hold(blocks)
+        self.fleet.held += blocks
+
+    def release(self, blocks: int) -> None:
+        super().release(blocks)
+        self.fleet.held -= blocks
 
     def free(self) -> int:
         return self.capacity - self.level
@@ -125,9 +145,11 @@ class PlainKv(KvPool):
 
     def grow(self, jump: Jump) -> None:
         self.growth = jump
+        self.fleet.jump_started(self)
 
     def end_growth(self) -> None:
         jump, self.growth = self.growth, None
+        self.fleet.jump_ended(self)
         self.hold(jump.need[jump.k - 1])
 
     def in_use(self) -> int:

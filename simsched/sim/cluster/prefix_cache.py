@@ -44,6 +44,7 @@ from simsched.sim.recorder import Recorder
 if TYPE_CHECKING:
     import simpy
 
+    from simsched.sim.cluster.kv_level import FleetKv
     from simsched.sim.cluster.sequences import Seq
     from simsched.workload.prefixes import Run
 
@@ -82,8 +83,15 @@ def _share(shared: list[Run], chain: int, lo: int, hi: int) -> None:
 
 
 class PrefixCachedKv(PlainKv):
-    def __init__(self, env: simpy.Environment, capacity: int, block_size: int, recorder: Recorder):
-        super().__init__(env, capacity, block_size, recorder)
+    def __init__(
+        self,
+        env: simpy.Environment,
+        capacity: int,
+        block_size: int,
+        recorder: Recorder,
+        fleet: FleetKv | None = None,
+    ):
+        super().__init__(env, capacity, block_size, recorder, fleet)
         self.chains: dict[int, list[Piece]] = {}  # chain id -> its pieces, sorted by lo
         self.free_blocks = 0  # cached blocks no one holds (evictable)
         self.queue: list[tuple[int, int, int, Piece]] = []  # (stamp, -hi, token, piece) heap

@@ -33,6 +33,7 @@ from simsched.sim.cluster.capacity import build_capacity_rule
 from simsched.sim.cluster.contract import LatencyModel
 from simsched.sim.cluster.fast_forward import Jump, plan_jump
 from simsched.sim.cluster.frontend import build_frontend
+from simsched.sim.cluster.kv_level import FleetKv
 from simsched.sim.cluster.kv_memory import KvMemory, PlainKv
 from simsched.sim.cluster.prefix_cache import PrefixCachedKv
 from simsched.sim.cluster.sequences import Seq, ceil_div
@@ -44,11 +45,12 @@ from simsched.sim.requests import Request
 
 
 def build_kv_memory(
-    env: simpy.Environment, capacity: int, config: Any, recorder: Recorder
+    env: simpy.Environment, capacity: int, config: Any, recorder: Recorder, fleet: FleetKv
 ) -> KvMemory:
-    """The replica's KV memory: prefix-cached when `cluster.prefix_caching` is on."""
+    """The replica's KV memory, reporting to `fleet`: prefix-cached when `cluster.prefix_caching`
+    is on."""
     kind = PrefixCachedKv if config.prefix_caching else PlainKv
-    return kind(env, capacity, config.block_size, recorder)
+    return kind(env, capacity, config.block_size, recorder, fleet)
 
 
 class NoObserver:
@@ -70,6 +72,7 @@ class Replica:
         latency: LatencyModel,
         recorder: Recorder,
         attribution: IterationObserver = NO_ATTRIBUTION,
+        fleet: FleetKv | None = None,
     ) -> None:
         self.env = env
         self.index = index
@@ -96,7 +99,9 @@ class Replica:
         self.observer: Any = NoObserver()
         self.capacity = config.blocks_per_replica
         self.meter = UtilisationMeter(self.max_tokens, self.capacity)  # utilisation.py
-        self.kv = build_kv_memory(env, self.capacity, config, recorder)
+        # the cluster's KV total that this replica's memory keeps up to date (kv_level.py)
+        self.fleet = FleetKv(env) if fleet is None else fleet
+        self.kv = build_kv_memory(env, self.capacity, config, recorder, self.fleet)
         # blocks held now, mid-jump included: the memory's own view, bound once (routers and
         # the KV gate ask it for every replica on every request)
         self.blocks_in_use = self.kv.in_use
@@ -136,7 +141,9 @@ class Replica:
         for a new replica); only while the replica holds nothing."""
         if self.holds_work():
             raise RuntimeError(f"simulation bug: replica {self.index} restarted while busy")
-        self.kv = build_kv_memory(self.env, self.capacity, self.config, self.recorder)
+        # the old memory holds nothing (an idle replica runs no sequence) and jumps no more,
+        # so the fleet's total is the same without it
+        self.kv = build_kv_memory(self.env, self.capacity, self.config, self.recorder, self.fleet)
         self.blocks_in_use = self.kv.in_use
 
     # --- arrivals -----------------------------------------------------------------------

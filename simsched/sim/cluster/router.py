@@ -86,11 +86,13 @@ class Scored(Router):
         super().__init__(replicas, max_waiting, ties)
         keys = PromptKeys(block_size)  # shared: each request's keys are computed once
         self.scored = [(SCORERS[s.name](replicas, keys), s.weight) for s in spec.scorers]
+        # only the scorers with state of their own hear where a request went
+        self.noted = [scorer.routed for scorer, _ in self.scored if scorer.remembers]
 
     def choose(self, candidates: list[Any], request: Any) -> Any:
         chosen = weighted_choice(self.scored, candidates, request, self.ties)
-        for scorer, _ in self.scored:
-            scorer.routed(request, chosen)
+        for routed in self.noted:
+            routed(request, chosen)
         return chosen
 
 

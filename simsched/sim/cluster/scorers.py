@@ -11,6 +11,11 @@ highest weighted sum, as llm-d's scheduler combines its scorers.
   across the candidates (all 1 when equal).
 - `kv_utilization`: `1 - blocks in use / blocks`.
 
+A scorer rates all candidates in one call (`scores`: one column of the sums); one that keeps
+state of its own (`remembers`) hears where each request went (`routed`), and the router calls
+only those (scorers that read the replicas need no word, and a call per scorer per request
+adds up).
+
 Ties (equal sums) are broken at random from the run's own stream (`TieBreak`, from the scenario
 seed), never by replica index, so a light load spreads evenly.
 """
@@ -79,6 +84,8 @@ class PrefixCacheScorer:
     """Reads each candidate's KV memory as it is at this instant (a fast-forward jump's
     evictions included), so fast-forward on and off route alike."""
 
+    remembers = False  # reads the replicas; `routed` has nothing to note
+
     def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
         self.keys = keys
 
@@ -93,6 +100,8 @@ class PrefixCacheScorer:
 
 
 class ApproxPrefixScorer:
+    remembers = True  # indexes the keys of the requests routed to each replica (`routed`)
+
     def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
         self.keys = keys
         self.index: list[OrderedDict[int, None]] = [OrderedDict() for _ in replicas]
@@ -125,6 +134,8 @@ class ApproxPrefixScorer:
 
 
 class QueueDepthScorer:
+    remembers = False
+
     def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
         pass
 
@@ -140,6 +151,8 @@ class QueueDepthScorer:
 
 
 class KvUtilizationScorer:
+    remembers = False
+
     def __init__(self, replicas: Sequence[Any], keys: PromptKeys) -> None:
         pass
 
@@ -159,10 +172,21 @@ SCORERS = {
 
 
 def weighted_choice(scored: list[tuple[Any, float]], candidates: list[Any], request, ties):
-    """The candidate with the highest weighted sum of scores; ties at random."""
-    totals = [0.0] * len(candidates)
-    for scorer, weight in scored:
-        for i, score in enumerate(scorer.scores(request, candidates)):
-            totals[i] += weight * score
+    """The candidate with the highest weighted sum of scores; ties at random.
+
+    Each scorer rates all candidates in one call (a column); the sums are folded column by
+    column in the scorers' order, so each candidate's sum is `w1 * s1 + w2 * s2 + ...` added
+    left to right, as a loop over scorers adds them (starting from `w1 * s1` rather than
+    `0.0 + w1 * s1` differs only in the sign of a zero, which no comparison sees). A single best
+    is taken without building the list of tied candidates (the tie-break draws nothing then).
+    """
+    columns = iter(scored)
+    scorer, weight = next(columns)
+    totals = [weight * score for score in scorer.scores(request, candidates)]
+    for scorer, weight in columns:
+        scores = scorer.scores(request, candidates)
+        totals = [total + weight * score for total, score in zip(totals, scores, strict=True)]
     best = max(totals)
+    if totals.count(best) == 1:
+        return candidates[totals.index(best)]
     return ties.pick([r for r, total in zip(candidates, totals, strict=True) if total == best])
