@@ -21,8 +21,8 @@ Small = Annotated[int, Field(gt=0, le=2**20)]
 Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 # Fitted with `simsched calibrate calibration/moe_experts.yaml` (docs/moe.md, "Calibration")
-EXPERT_COMPUTE_EFFICIENCY = 0.45
-EXPERT_MEMORY_EFFICIENCY = 0.45
+EXPERT_COMPUTE_EFFICIENCY = 0.566
+EXPERT_MEMORY_EFFICIENCY = 0.457
 
 
 class MoeServingSpec(BaseModel):
