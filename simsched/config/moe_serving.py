@@ -20,7 +20,8 @@ from simsched.config.moe import MlaSpec, attention_of
 Small = Annotated[int, Field(gt=0, le=2**20)]
 Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
-# Fitted with `simsched calibrate calibration/moe_experts.yaml` (docs/moe.md, "Calibration")
+# Fitted by `simsched calibrate calibration/moe_experts.yaml --jobs 2` from starts of 0.5 on
+# the 14 TensorRT-LLM MoE throughput cases (docs/moe.md, "Calibration")
 EXPERT_COMPUTE_EFFICIENCY = 0.566
 EXPERT_MEMORY_EFFICIENCY = 0.457
 
@@ -38,7 +39,7 @@ class MoeServingSpec(BaseModel):
     # the routed experts' grouped GEMMs against a dense GEMM's roofline, one share per side of
     # it (docs/moe.md, "Grouped GEMMs"): compute-bound (prefill chunks, large decode batches:
     # many tokens per expert) and memory-bound (small decode batches: a few tokens per expert).
-    # Fitted on the MoE cases of calibration/published.yaml (docs/moe.md, "Calibration")
+    # Fitted on the TensorRT-LLM MoE cases (calibration/moe_experts.yaml)
     expert_compute_efficiency: Share = EXPERT_COMPUTE_EFFICIENCY
     expert_memory_efficiency: Share = EXPERT_MEMORY_EFFICIENCY
     # both shares at once (the single share of earlier versions); wins over the two above
