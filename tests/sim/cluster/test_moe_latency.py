@@ -139,6 +139,8 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (cluster("  moe_serving: {ep: 3}"), "ep (3) must divide tp (8)"),
         (cluster("  moe_serving: {attention_dp: 16}"), "attention_dp (16) must divide tp"),
         (cluster("  moe_serving: {ep: 8, imbalance: 0.5}"), "imbalance"),
+        (cluster("  moe_serving: {expert_compute_efficiency: 0}"), "expert_compute_efficiency"),
+        (cluster("  moe_serving: {expert_memory_efficiency: 1.5}"), "expert_memory_efficiency"),
         (
             "  service_model: continuous_batching\n  tp: 2\n  moe_serving: {ep: 2}",
             "has none",
