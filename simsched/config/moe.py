@@ -112,6 +112,8 @@ class Attention(Protocol):
 
     def query_width(self, model: Any) -> int: ...
 
+    def decode_flops(self, model: Any) -> int: ...
+
 
 class Gqa:
     def __init__(self, spec: GqaSpec) -> None:
@@ -130,6 +132,11 @@ class Gqa:
 
     def query_width(self, model: Any) -> int:
         return _heads(model) * model.head_dim
+
+    def decode_flops(self, model: Any) -> int:
+        """FLOPs of one decoding query against one cached token: QK and AV over every query
+        head's head_dim, 2 FLOPs a multiply-add."""
+        return 4 * _heads(model) * model.head_dim
 
 
 class Mla:
@@ -154,6 +161,14 @@ class Mla:
 
     def query_width(self, model: Any) -> int:
         return _heads(model) * (self.spec.qk_nope_head_dim + self.spec.qk_rope_head_dim)
+
+    def decode_flops(self, model: Any) -> int:
+        """FLOPs of one decoding query against one cached latent, with the up-projections
+        absorbed into the query and the output (DeepSeek-V2 paper, sec. 2.1.2; FlashMLA): every
+        head's QK runs over kv_lora_rank + qk_rope_head_dim and its AV over kv_lora_rank, so
+        2 x heads x (2 kv_lora_rank + qk_rope_head_dim)."""
+        s = self.spec
+        return 2 * _heads(model) * (2 * s.kv_lora_rank + s.qk_rope_head_dim)
 
 
 def _heads(model: Any) -> int:

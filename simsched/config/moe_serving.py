@@ -18,6 +18,12 @@ from simsched.config.model_presets import dtype_bytes
 from simsched.config.moe import MlaSpec, attention_of
 
 Small = Annotated[int, Field(gt=0, le=2**20)]
+Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+
+# Fitted by `simsched calibrate calibration/moe_experts.yaml --jobs 2` from starts of 0.5 on
+# the 14 TensorRT-LLM MoE throughput cases (docs/moe.md, "Calibration")
+EXPERT_COMPUTE_EFFICIENCY = 0.566
+EXPERT_MEMORY_EFFICIENCY = 0.457
 
 
 class MoeServingSpec(BaseModel):
@@ -30,10 +36,24 @@ class MoeServingSpec(BaseModel):
     imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] = 1.0
     # latency of one all-to-all (dispatch or combine); unset: `alltoall_latency_us` below
     alltoall_us: Annotated[float | None, Field(ge=0, le=1e6, allow_inf_nan=False)] = None
-    # the share of the GPU's roofline (its compute and memory shares) that the routed experts'
-    # grouped GEMMs reach: many small GEMMs, one per expert, run below one large dense GEMM.
-    # Chosen on the MoE cases of calibration/published.yaml (docs/moe.md, "Calibration")
-    expert_efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.45
+    # the routed experts' grouped GEMMs against a dense GEMM's roofline, one share per side of
+    # it (docs/moe.md, "Grouped GEMMs"): compute-bound (prefill chunks, large decode batches:
+    # many tokens per expert) and memory-bound (small decode batches: a few tokens per expert).
+    # Fitted on the TensorRT-LLM MoE cases (calibration/moe_experts.yaml)
+    expert_compute_efficiency: Share = EXPERT_COMPUTE_EFFICIENCY
+    expert_memory_efficiency: Share = EXPERT_MEMORY_EFFICIENCY
+    # both shares at once (the single share of earlier versions); wins over the two above
+    expert_efficiency: Share | None = None
+
+    @property
+    def compute_share(self) -> float:
+        """The grouped GEMMs' share of the compute roofline a dense GEMM reaches."""
+        return self.expert_efficiency or self.expert_compute_efficiency
+
+    @property
+    def memory_share(self) -> float:
+        """The grouped GEMMs' share of the memory roofline a dense GEMM reaches."""
+        return self.expert_efficiency or self.expert_memory_efficiency
 
 
 NO_EXPERT_PARALLELISM = MoeServingSpec()

@@ -3,16 +3,20 @@ how many distinct experts its tokens activate, the FLOPs on the active parameter
 parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
 
     distinct(T) = E * (1 - (1 - k/E)^T)            experts one MoE layer reads for T tokens
-    weights(T)  = static_bytes + L_moe * min(E, imbalance * distinct(T)) * expert_bytes / x_eff
-    flops(T)    = 2 * (other_active + routed_active / x_eff) * T + 2 * vocab * hidden * D
-    gemm        = max(flops(T) / compute, weights(T) / memory)      (x_eff: expert_efficiency)
+    weights(T)  = static_bytes + replicated
+                  + L_moe * min(E, imbalance * distinct(T)) * expert_bytes / x_mem
+    flops(T)    = 2 * (other_active + routed_active / x_flop) * T + 2 * vocab * hidden * D
+    gemm        = max(flops(T) / compute, weights(T) / memory)
+                  (x_flop, x_mem: expert_compute_efficiency, expert_memory_efficiency)
     attention   = as the dense roofline, with MLA's query width, and the KV reads times the GPUs
-                  that each hold a token's latent (kv_copies)
+                  that each hold a token's latent (kv_copies); a decode's attention per cached
+                  token is max(its KV reads, its FLOPs: Attention.decode_flops x full layers)
     reduces     = L * [attention group > 1] + (L - L_moe, or L with ep = 1) * [tp > 1]
                   all-reduces of 2 (g - 1)/g * hidden * 2 B per token over g GPUs
     all-to-all  = 2 * L_moe * (alltoall_us + T/ep * k * hidden * 2 B * (ep - 1)/ep / link)
     cpu         = overhead_ms + per_seq_ms * D
 
+replicated: the attention weights each attention-DP group beyond the first reads (its own copy).
 T = prefill tokens + decoding sequences, D = decoding sequences, L layers of which L_moe MoE.
 Everything works on NumPy arrays of contexts as well, so `decode_run` applies unchanged.
 """
@@ -30,8 +34,13 @@ from simsched.config.moe_serving import (
     MoeServingSpec,
     alltoall_latency_us,
     kv_copies,
+    replicated_attention_bytes,
 )
-from simsched.config.moe_shapes import active_params, routed_expert_params
+from simsched.config.moe_shapes import (
+    active_params,
+    full_attention_layers,
+    routed_expert_params,
+)
 from simsched.sim.cluster.latency import RooflineLatency
 
 ACTIVATION_BYTES = 2  # BF16 hidden states on the wire, as the dense all-reduce assumes
@@ -73,21 +82,29 @@ class MoeRooflineLatency:
         each = dtype_bytes(model, "weight") if expert_dtype is None else DTYPE_BYTES[expert_dtype]
         expert_bytes = expert_params(moe, model.hidden_size) * each
         routed = routed_expert_params(model) * each
-        self.static_ms = (presets.weight_bytes(model) - routed) / bytes_per_ms
+        # every attention-DP group reads its own copy of the attention weights each iteration
+        replicated = replicated_attention_bytes(model, serving)
+        self.static_ms = (presets.weight_bytes(model) - routed + replicated) / bytes_per_ms
         # per distinct expert read, at the grouped GEMMs' share of the memory roofline
-        self.expert_ms = expert_bytes * self.moe_layers / bytes_per_ms / spec.expert_efficiency
+        self.expert_ms = expert_bytes * self.moe_layers / bytes_per_ms / spec.memory_share
         # FLOPs follow the active parameters: the body's share of them, the routed experts' at
         # the grouped GEMMs' share of the compute roofline
         body = _body_params(model)
         routed_active = self.moe_layers * self.per_token * expert_params(moe, model.hidden_size)
         other = body - (model.params - active_params(model)) - routed_active
         per_param_ms = dense.token_ms / body
-        self.token_ms = per_param_ms * (other + routed_active / spec.expert_efficiency)
+        self.token_ms = per_param_ms * (other + routed_active / spec.compute_share)
         self.head_ms = dense.head_ms
         q_width = attention_of(model).query_width(model)
         dense_width = (model.heads or model.hidden_size // model.head_dim) * model.head_dim
         self.pair_ms = dense.pair_ms * q_width / dense_width
         self.kv_ms = dense.kv_ms * kv_copies(model, tp, serving)
+        # a decode's attention per cached token: its reads or its FLOPs, whichever is longer
+        # (MLA's 128 heads share one latent: compute-bound; GQA's reads dominate)
+        per_flop_ms = dense.pair_ms / (4 * model.layers * dense_width)
+        attention = attention_of(model).decode_flops(model)
+        flops_ms = per_flop_ms * full_attention_layers(model) * attention
+        self.decode_kv_ms = max(self.kv_ms, flops_ms)
         self.seq_ms = dense.seq_ms
         self.before_ms, self.after_ms = dense.before_ms, dense.after_ms
         # collectives: attention all-reduces over each attention group, FFN all-reduces over
@@ -141,7 +158,8 @@ class MoeRooflineLatency:
             + self.pair_ms * prefill_pairs
             + fixed
             + a2a
-            + self.kv_ms * (prefill_context + prefill_tokens + decode_context)
+            + self.kv_ms * (prefill_context + prefill_tokens)
+            + self.decode_kv_ms * decode_context
         )
 
 

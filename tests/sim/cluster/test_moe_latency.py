@@ -53,7 +53,10 @@ def test_a_dep8_decode_iteration_by_hand() -> None:
     expert = 3 * 7168 * 2048  # parameters of one routed expert, one byte each
     routed = 58 * 256 * expert
     distinct = 256 * (1 - (1 - 8 / 256) ** seqs)
-    weights = (R1.params - routed) / bytes_per_ms + 58 * distinct * expert / bytes_per_ms
+    # each of the 8 attention groups reads its own copy of the attention weights: 7 more copies
+    # of 61 layers x 187,107,328 MLA parameters (test_moe_dep_memory.py), one byte each
+    replicated = 7 * 61 * 187_107_328
+    weights = (R1.params - routed + replicated + 58 * distinct * expert) / bytes_per_ms
     # collectives: attention is data-parallel (groups of 1 GPU), the 58 MoE layers all-to-all,
     # the 3 dense layers' FFNs all-reduce over the 8 GPUs
     reduces = 3 * (30.2 / 1000 + seqs * 2 * 7168 * 2 * 7 / 8 / 450e6)
@@ -63,6 +66,34 @@ def test_a_dep8_decode_iteration_by_hand() -> None:
     assert compute < weights  # 64 decodes are weight-bound
     expected = weights + reduces + a2a + cpu
     assert latency.iteration_ms(0, 0, 0, seqs, 0) == pytest.approx(expected, rel=1e-12)
+
+
+def test_an_mla_decode_reads_or_computes_its_context_whichever_is_longer() -> None:
+    # DEP8: one latent copy a token. Per cached token, 61 layers x 576 BF16 values read at
+    # 8 x 4,800 GB/s x the memory share, or 61 x 2 x 128 heads x (2 x 512 + 64) FLOPs at
+    # 8 x 989.5 TFLOPS x the BF16 share (the preset's cache is BF16: BF16 attention)
+    config = RooflineLatencyConfig(kind="roofline")
+    dep8 = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(ep=8, attention_dp=8))
+    reads = 61 * 576 * 2 / (8 * 4800e6 * presets.H200_MEMORY)
+    flops = 61 * 2 * 128 * (2 * 512 + 64) / (8 * 989.5e9 * 0.351)
+    assert flops > reads  # 128 heads share one latent: compute-bound
+    assert dep8.decode_kv_ms == pytest.approx(flops, rel=1e-12)
+    no_context = dep8.iteration_ms(0, 0, 0, 64, 0)
+    assert dep8.iteration_ms(0, 0, 0, 64, 64 * 1000) - no_context == pytest.approx(
+        flops * 64_000, rel=1e-9
+    )
+    # attention TP8: every GPU reads all 8 copies of each latent, and reads dominate again
+    tp8 = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec())
+    assert tp8.decode_kv_ms == tp8.kv_ms == pytest.approx(8 * reads, rel=1e-12)
+
+
+def test_a_gqa_decode_stays_read_bound() -> None:
+    # Qwen3-235B-A22B: 64 query heads on 4 KV heads, 4 x 64 x 128 FLOPs against 2 x 4 x 128
+    # bytes (FP8) a layer: 32 FLOPs a byte, far below the H200's ratio
+    qwen = ModelSpec(name="qwen3-235b-a22b", **presets.MODEL_PRESETS["qwen3-235b-a22b"])
+    config = RooflineLatencyConfig(kind="roofline")
+    latency = MoeRooflineLatency(config, H200, qwen, 8, MoeServingSpec(ep=8, attention_dp=8))
+    assert latency.decode_kv_ms == latency.kv_ms
 
 
 def test_flops_follow_the_active_parameters() -> None:
@@ -108,6 +139,8 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (cluster("  moe_serving: {ep: 3}"), "ep (3) must divide tp (8)"),
         (cluster("  moe_serving: {attention_dp: 16}"), "attention_dp (16) must divide tp"),
         (cluster("  moe_serving: {ep: 8, imbalance: 0.5}"), "imbalance"),
+        (cluster("  moe_serving: {expert_compute_efficiency: 0}"), "expert_compute_efficiency"),
+        (cluster("  moe_serving: {expert_memory_efficiency: 1.5}"), "expert_memory_efficiency"),
         (
             "  service_model: continuous_batching\n  tp: 2\n  moe_serving: {ep: 2}",
             "has none",
@@ -131,6 +164,61 @@ def test_bad_layouts_exit_2_naming_the_field(
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and err.count("\n") == 1
     assert err.startswith("s.yaml: cluster") and message in err
+
+
+def test_each_share_slows_its_own_side_of_the_roofline() -> None:
+    config = RooflineLatencyConfig(kind="roofline")
+
+    def shares(flops: float, memory: float) -> MoeRooflineLatency:
+        spec = MoeServingSpec(
+            ep=8, expert_compute_efficiency=flops, expert_memory_efficiency=memory
+        )
+        return MoeRooflineLatency(config, H200, R1, 8, spec)
+
+    full, slow_flops, slow_reads = shares(1.0, 1.0), shares(0.25, 1.0), shares(1.0, 0.4)
+    # the memory share divides the expert reads only: 58 layers x 3 x 7168 x 2048 FP8 bytes
+    # an expert over 8 GPUs at 4,800 GB/s x the H200's memory share, then over 0.4
+    bytes_per_ms = 8 * 4800e6 * presets.H200_MEMORY
+    assert full.expert_ms == pytest.approx(58 * 3 * 7168 * 2048 / bytes_per_ms, rel=1e-9)
+    assert slow_reads.expert_ms == pytest.approx(full.expert_ms / 0.4, rel=1e-12)
+    assert (slow_reads.token_ms, slow_flops.expert_ms) == (full.token_ms, full.expert_ms)
+    # the compute share divides the routed experts' FLOPs only: 58 x 8 of them a token, each
+    # 3 x 7168 x 2048 parameters at 2 FLOPs, now 4 times as slow (3 more times their cost)
+    per_ms = 8 * 1979e9 * presets.GPU_PRESETS["h200"]["compute_efficiency"]["fp8"]
+    routed_active = 58 * 8 * 3 * 7168 * 2048
+    extra = 3 * 2 * routed_active / per_ms
+    assert slow_flops.token_ms - full.token_ms == pytest.approx(extra, rel=1e-9)
+    assert slow_flops.static_ms == full.static_ms
+
+
+def test_a_compute_bound_prefill_chunk_pays_the_compute_share_only() -> None:
+    # 8,192 prompt tokens on a DEP8 node: T k / E = 256 tokens an expert, compute-bound
+    config = RooflineLatencyConfig(kind="roofline", overhead_ms=0.0)
+    spec = MoeServingSpec(
+        ep=8, attention_dp=8, expert_compute_efficiency=0.8, expert_memory_efficiency=0.3
+    )
+    latency = MoeRooflineLatency(config, H200, R1, 8, spec)
+    tokens = 8192
+    head = 129280 * 7168
+    routed_active = 58 * 8 * 3 * 7168 * 2048
+    other = R1.params - 2 * head - 58 * 256 * 3 * 7168 * 2048
+    per_ms = 8 * 1979e9 * presets.GPU_PRESETS["h200"]["compute_efficiency"]["fp8"]
+    compute = 2 * (other + routed_active / 0.8) * tokens / per_ms
+    assert compute > latency.weights_ms(tokens)  # every expert read once, at 0.3, is less
+    a2a = 2 * 58 * (30.2 / 1000 + tokens / 8 * 8 * 7168 * 2 * 7 / 8 / 450e6)
+    reduces = 3 * (30.2 / 1000 + tokens * 2 * 7168 * 2 * 7 / 8 / 450e6)
+    kv = latency.kv_ms * tokens  # the chunk writes its own latents
+    expected = compute + a2a + reduces + kv
+    assert latency.iteration_ms(tokens, 0, 0, 0, 0) == pytest.approx(expected, rel=1e-12)
+
+
+def test_expert_efficiency_sets_both_shares() -> None:
+    both = MoeServingSpec(
+        expert_efficiency=0.7, expert_compute_efficiency=0.2, expert_memory_efficiency=0.3
+    )
+    assert (both.compute_share, both.memory_share) == (0.7, 0.7)
+    apart = MoeServingSpec(expert_compute_efficiency=0.2, expert_memory_efficiency=0.3)
+    assert (apart.compute_share, apart.memory_share) == (0.2, 0.3)
 
 
 def test_expert_efficiency_slows_only_the_routed_experts() -> None:
