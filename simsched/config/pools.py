@@ -68,13 +68,15 @@ class PoolSpec(ContinuousBatchingConfig):
     role: PoolRole = "mixed"
 
     @model_validator(mode="after")
-    def _no_autoscaler_in_a_pool_yet(self) -> PoolSpec:
-        # the autoscaler drives a single-pool cluster's replica group (docs/autoscaling.md);
-        # pools build their replicas themselves, so an autoscale section here would be ignored
-        if self.autoscale is not None:
+    def _decode_ttft_is_not_its_own(self) -> PoolSpec:
+        # a decode pool's client TTFT is mostly the prefill pool's queue and the transfer:
+        # scaling decode replicas on it would chase a delay they do not cause
+        # (docs/autoscaling.md, "Pools")
+        if self.role == "decode" and self.autoscale and self.autoscale.metric == "ttft_p90_ms":
             raise ValueError(
-                "autoscale: not yet supported inside cluster.pools; autoscale a single-pool "
-                "cluster (docs/autoscaling.md)"
+                "autoscale.metric: ttft_p90_ms does not measure a decode pool (its first "
+                "token waits on the prefill pool and the transfer); scale it on queue_depth, "
+                "kv_utilization or running (docs/autoscaling.md)"
             )
         return self
 
