@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from simsched.config.batching import ContinuousBatchingConfig
 from simsched.config.router import uses_prefixes
-from simsched.config.spec_base import Measure, MeasureOrZero
+from simsched.config.spec_base import Measure, MeasureOrZero, SubfieldError
 
 PoolRole = Literal["mixed", "prefill", "decode"]
 ENTRY_ROLES = ("mixed", "prefill")  # where a dispatched request starts
@@ -73,10 +73,11 @@ class PoolSpec(ContinuousBatchingConfig):
         # scaling decode replicas on it would chase a delay they do not cause
         # (docs/autoscaling.md, "Pools")
         if self.role == "decode" and self.autoscale and self.autoscale.metric == "ttft_p90_ms":
-            raise ValueError(
-                "autoscale.metric: ttft_p90_ms does not measure a decode pool (its first "
+            raise SubfieldError(
+                "autoscale.metric",
+                "ttft_p90_ms does not measure a decode pool (its first "
                 "token waits on the prefill pool and the transfer); scale it on queue_depth, "
-                "kv_utilization or running (docs/autoscaling.md)"
+                "kv_utilization or running (docs/autoscaling.md)",
             )
         return self
 
