@@ -156,6 +156,21 @@ def check_layout(pools: list[PoolSpec]) -> None:
             raise ValueError(f"model {model!r} has a decode pool but no prefill pool")
 
 
+def check_pool_slots(pools: list[PoolSpec], most: int) -> None:
+    """The replica slots every pool builds (an autoscaled one 2 max - min: a draining slot and
+    its replacement may coexist, as for a single pool) stay within limits.max_replicas."""
+    slots = 0
+    for pool in pools:
+        scale = pool.autoscale
+        slots += pool.replicas if scale is None else 2 * scale.max - scale.min
+    if slots > most:
+        raise ValueError(
+            f"cluster.pools need {slots:,} replica slots (an autoscaled pool 2 x max - min), "
+            f"more than limits.max_replicas ({most:,}); raise that limit if the machine can "
+            "simulate them"
+        )
+
+
 def check_tenant_pools(cluster: Any, tenants: list[Any]) -> None:
     """Each tenant's `model` is served, and its `pools` exist, serve it and let it in."""
     models = cluster.models() if hasattr(cluster, "models") else _single_model(cluster)

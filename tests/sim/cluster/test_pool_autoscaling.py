@@ -393,3 +393,12 @@ def test_a_prefill_pool_scales_on_its_prefill_side_ttft(monkeypatch) -> None:
         assert value == pytest.approx(window[rank], abs=0.01)
     # the prefill side's TTFT, not the client's (which adds the transfer and a decode step)
     assert (frame["ttft_ms"] > frame["prefill_ttft_ms"]).all()
+
+
+def test_pool_slots_stay_within_the_replica_limit() -> None:
+    # 2 x max - min slots for the autoscaled decode pool, 1 for the prefill pool
+    raw = _pd_raw({"autoscale": {"min": 1, "max": 3000, "metric": "running", "target": 4}})
+    raw["tenants"] = [{"id": "t", "arrivals": {"kind": "periodic", "interval_ms": 1, "count": 1}}]
+    with pytest.raises(InputError) as error:
+        validate(raw, "big.yaml")
+    assert "cluster.pools need 6,000 replica slots" in str(error.value)
