@@ -398,7 +398,8 @@ def test_a_prefill_pool_scales_on_its_prefill_side_ttft(monkeypatch) -> None:
 def test_pool_slots_stay_within_the_replica_limit() -> None:
     # 2 x max - min slots for the autoscaled decode pool, 1 for the prefill pool
     raw = _pd_raw({"autoscale": {"min": 1, "max": 3000, "metric": "running", "target": 4}})
-    raw["tenants"] = [{"id": "t", "arrivals": {"kind": "periodic", "interval_ms": 1, "count": 1}}]
+    arrivals = {"kind": "periodic", "interval_ms": 1, "count": 1}
+    raw["tenants"] = [{"id": "t", "arrivals": arrivals, "prefill_tokens": 8, "decode_tokens": 8}]
     with pytest.raises(InputError) as error:
         validate(raw, "big.yaml")
     assert "cluster.pools need 6,000 replica slots" in str(error.value)
