@@ -10,7 +10,8 @@ request off after the first token (`Handoff`): a decode pool is picked the same 
 picks the replica, the replica books the prompt's blocks, the link carries them, the prefill side
 lets its blocks go and the decode replica takes the sequence into its batch.
 
-Room is per tenant (`open_tenants`, `per_tenant_room`): the scheduler offers the policy only
+Room is per tenant (`open_tenants`; sim/schedulers.py gives pools tenant_room's scheduler
+process): the scheduler offers the policy only
 the tenants with an entry pool that has room (sim/tenant_room.py), so one tenant's full pools
 never hold back another tenant's idle ones, and a request is placed as it is dispatched.
 `parked` holds a request dispatched without room: with `flow_control`, whose dispatcher
@@ -155,7 +156,6 @@ class PooledCluster:
 
     uses_seed = True
     uses_tenants = True  # the engine passes the scenario's tenants (their model and pools)
-    per_tenant_room = True  # the engine runs tenant_room.per_tenant_scheduler_process
 
     def __init__(
         self,
