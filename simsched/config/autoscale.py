@@ -17,7 +17,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from simsched.config.spec_base import NonNegativeFloat, PositiveFloat, Size, Spec
+from simsched.config.spec_base import (
+    NonNegativeFloat,
+    PositiveFloat,
+    Size,
+    Spec,
+    SubfieldError,
+)
 
 # What the controller can read (docs/autoscaling.md, "Metrics"): requests waiting per serving
 # replica (at the replicas and at the gateway), mean KV blocks in use over blocks, mean running
@@ -65,9 +71,9 @@ class AutoscaleSpec(Spec):
     @model_validator(mode="after")
     def _consistent(self) -> AutoscaleSpec:
         if self.min > self.max:
-            raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
+            raise SubfieldError("min", f"min ({self.min}) must not exceed max ({self.max})")
         if self.scale_up_delay_s is not None and self.cold_start is not None:
-            raise ValueError("give scale_up_delay_s or cold_start, not both")
+            raise SubfieldError("cold_start", "give scale_up_delay_s or cold_start, not both")
         return self
 
     def warmup_s(self, weight_bytes: int) -> float:

@@ -41,7 +41,7 @@ from simsched.config.moe_serving import (
     replicated_attention_bytes,
 )
 from simsched.config.router import CACHE_SCORERS, DEFAULT_ROUTER, RouterSetting
-from simsched.config.spec_base import NonNegativeFloat, Size, Small
+from simsched.config.spec_base import NonNegativeFloat, Size, Small, SubfieldError
 from simsched.config.speculative import SpeculativeSpec
 
 
@@ -173,9 +173,10 @@ class ContinuousBatchingConfig(BaseModel):
         replicas = info.data.get("replicas")
         inside = autoscale is None or replicas is None or autoscale.min <= replicas <= autoscale.max
         if not inside:
-            raise ValueError(
+            raise SubfieldError(
+                "min" if replicas < autoscale.min else "max",
                 f"replicas ({replicas}) is the count the run starts with: it must lie in "
-                f"[min, max] = [{autoscale.min}, {autoscale.max}]"
+                f"[min, max] = [{autoscale.min}, {autoscale.max}]",
             )
         return autoscale
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from simsched.config.batching import ContinuousBatchingConfig
 from simsched.config.router import uses_prefixes
-from simsched.config.spec_base import Measure, MeasureOrZero
+from simsched.config.spec_base import Measure, MeasureOrZero, SubfieldError
 
 PoolRole = Literal["mixed", "prefill", "decode"]
 ENTRY_ROLES = ("mixed", "prefill")  # where a dispatched request starts
@@ -68,13 +68,16 @@ class PoolSpec(ContinuousBatchingConfig):
     role: PoolRole = "mixed"
 
     @model_validator(mode="after")
-    def _no_autoscaler_in_a_pool_yet(self) -> PoolSpec:
-        # the autoscaler drives a single-pool cluster's replica group (docs/autoscaling.md);
-        # pools build their replicas themselves, so an autoscale section here would be ignored
-        if self.autoscale is not None:
-            raise ValueError(
-                "autoscale: not yet supported inside cluster.pools; autoscale a single-pool "
-                "cluster (docs/autoscaling.md)"
+    def _decode_ttft_is_not_its_own(self) -> PoolSpec:
+        # a decode pool's client TTFT is mostly the prefill pool's queue and the transfer:
+        # scaling decode replicas on it would chase a delay they do not cause
+        # (docs/autoscaling.md, "Pools")
+        if self.role == "decode" and self.autoscale and self.autoscale.metric == "ttft_p90_ms":
+            raise SubfieldError(
+                "autoscale.metric",
+                "ttft_p90_ms does not measure a decode pool (its first "
+                "token waits on the prefill pool and the transfer); scale it on queue_depth, "
+                "kv_utilization or running (docs/autoscaling.md)",
             )
         return self
 
@@ -151,6 +154,21 @@ def check_layout(pools: list[PoolSpec]) -> None:
             raise ValueError(f"model {model!r} has a prefill pool but no decode pool")
         if "decode" in roles and "prefill" not in roles:
             raise ValueError(f"model {model!r} has a decode pool but no prefill pool")
+
+
+def check_pool_slots(pools: list[PoolSpec], most: int) -> None:
+    """The replica slots every pool builds (an autoscaled one 2 max - min: a draining slot and
+    its replacement may coexist, as for a single pool) stay within limits.max_replicas."""
+    slots = 0
+    for pool in pools:
+        scale = pool.autoscale
+        slots += pool.replicas if scale is None else 2 * scale.max - scale.min
+    if slots > most:
+        raise ValueError(
+            f"cluster.pools need {slots:,} replica slots (an autoscaled pool 2 x max - min), "
+            f"more than limits.max_replicas ({most:,}); raise that limit if the machine can "
+            "simulate them"
+        )
 
 
 def check_tenant_pools(cluster: Any, tenants: list[Any]) -> None:

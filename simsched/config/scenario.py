@@ -29,7 +29,7 @@ from simsched.config.length_specs import LengthSpec
 from simsched.config.limits import Limits
 from simsched.config.load_scale import unscalable_tenant
 from simsched.config.names import POLICY_NAMES
-from simsched.config.pools import check_tenant_pools
+from simsched.config.pools import check_pool_slots, check_tenant_pools
 from simsched.config.spec_base import PositiveFloat
 from simsched.config.trace_specs import TenantTrace
 
@@ -246,6 +246,7 @@ class Scenario(Model):
                 f"than limits.max_replicas ({most:,}); raise that limit if the machine can "
                 "simulate them"
             )
+        check_pool_slots(getattr(self.cluster, "pools", None) or [], most)
         return self
 
     @model_validator(mode="after")

@@ -56,3 +56,13 @@ def rejecter(key: str, members: dict[str, type[Spec]], expected: str) -> Callabl
         raise ValueError(f"unknown {key} {name!r} (known: {names})")
 
     return reject
+
+
+class SubfieldError(ValueError):
+    """A check of a model (or of a field holding a model) that blames one of its fields: the
+    error's location gains `field` (a dotted path below where pydantic puts it), so the line
+    names `cluster.pools[1].autoscale.min`, not only `cluster.pools[1].autoscale`."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field

@@ -40,6 +40,9 @@ def input_error(error: Any, label: str, context: str, model: type | None = None)
     """The error as one line; `model` (the validated class) lets an unknown key be matched
     against the keys taken at its place."""
     where = _location(error["loc"])
+    subfield = getattr(error.get("ctx", {}).get("error"), "field", None)
+    if subfield:  # a check over several fields that names the one it blames (SubfieldError)
+        where = f"{where}.{subfield}" if where else subfield
     if error["type"] in TAG_ERRORS:  # the discriminator key is what the user got wrong
         where = f"{where}.{_tag_key(error)}"
     if context:

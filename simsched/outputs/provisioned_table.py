@@ -11,39 +11,54 @@ from typing import Any
 
 from simsched.results.frames import SimulationResult
 
+POOL = "cluster"  # a single pool's name in the block (results/provisioned.py)
+
 
 def provisioned_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
-    pools = [_pool(result.provisioned.get(v)) for v in result.variants]
-    if not any(pools):
+    """The rows of each pool: `cluster` for a single pool (rows named as they always were),
+    each pool of `cluster.pools` by its name (`pool NAME:` before each of its rows)."""
+    blocks = [result.provisioned.get(v) for v in result.variants]
+    names = list(dict.fromkeys(n for b in blocks if b is not None for n in b["pools"]))
+    if not names:
         return []
+    rows = [("provisioned (first arrival to last iteration)", [""] * len(blocks))]
+    for name in names:
+        pools = [None if b is None else b["pools"].get(name) for b in blocks]
+        rows += _pool_rows(pools, "" if name == POOL else f"pool {name}: ")
+    return rows
+
+
+def _pool_rows(pools: list[dict[str, Any] | None], prefix: str) -> list[tuple[str, list[str]]]:
     return [
-        ("provisioned (first arrival to last iteration)", [""] * len(pools)),
-        ("  GPU-hours", [_cell(p, lambda p: f"{p['gpu_hours']:.4f}") for p in pools]),
-        ("  cost $ at list or given price", [_cell(p, _cost) for p in pools]),
+        (f"  {prefix}GPU-hours", [_cell(p, lambda p: f"{p['gpu_hours']:.4f}") for p in pools]),
+        (f"  {prefix}cost $ at list or given price", [_cell(p, _cost) for p in pools]),
         (
-            "  busy share of provisioned time",
+            f"  {prefix}busy share of provisioned time",
             [_cell(p, lambda p: f"{p['busy_share']:.2f}") for p in pools],
         ),
         (
-            "  KV held share of provisioned blocks",
+            f"  {prefix}KV held share of provisioned blocks",
             [_cell(p, lambda p: f"{p['kv_held_share']:.3f}") for p in pools],
         ),
-        ("  replicas: mean (min..max)", [_cell(p, _replicas) for p in pools]),
-        ("  TTFT misses while a replica warmed", [_cell(p, _misses) for p in pools]),
+        (f"  {prefix}replicas: mean (min..max)", [_cell(p, _replicas) for p in pools]),
+        (f"  {prefix}TTFT misses while a replica warmed", [_cell(p, _misses) for p in pools]),
     ]
 
 
 def autoscaled_variants(result: SimulationResult) -> set[str]:
-    """Variants whose replica count changed over the run (their per-slot figures are partial)."""
+    """Variants whose replica count changed over the run (their per-slot figures are partial):
+    the single pool, or some pool of `cluster.pools`, had a warm-up."""
     return {
         variant
         for variant in result.variants
-        if (pool := _pool(result.provisioned.get(variant))) and pool["warmup_s"] is not None
+        if any_autoscaled_pool(result.provisioned.get(variant))
     }
 
 
-def _pool(block: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if block is None else block["pools"]["cluster"]
+def any_autoscaled_pool(block: dict[str, Any] | None) -> bool:
+    """Whether a `provisioned` block has a pool with a warm-up (one an autoscaler resized)."""
+    pools = block.get("pools", {}) if isinstance(block, dict) else {}
+    return any(isinstance(p, dict) and p.get("warmup_s") is not None for p in pools.values())
 
 
 def _cell(pool: dict[str, Any] | None, show) -> str:

@@ -1,13 +1,17 @@
 """GPU-hours, cost and busy share per pool and for the whole fleet, for a run on `cluster.pools`.
 
-A pool's replicas are provisioned for the whole window, from the first arrival to the end of the
-last iteration on any replica (the window `results.provisioned` uses for an autoscaled pool,
-whose replicas are paid for only while up; pools have a fixed count today):
+A fixed pool's replicas are provisioned for the whole window, from the first arrival to the end
+of the last iteration on any replica; an autoscaled pool's slots only while up (warming, serving
+or draining), the integral of its replica count over the same window (`results.provisioned`):
 
-    gpu_hours  = replicas x tp x window_ms / 3,600,000
+    replica_ms = replicas x window_ms                      (a fixed pool)
+               = sum over the pool's spans of clip(end) - clip(start)   (an autoscaled one)
+    gpu_hours  = replica_ms x tp / 3,600,000  (a fixed pool: replicas x tp x window_ms / 3.6e6)
     cost_usd   = gpu_hours x price per GPU-hour (config/prices.py, the pool's own GPU and price;
                  null without a price)
-    busy_share = sum over the pool's replicas of time inside iterations / (replicas x window_ms)
+    busy_share = sum over the pool's replicas of time inside iterations / replica_ms
+
+`gpus` is the pool's GPUs at the start of the run (an autoscaled pool's `replicas` x tp).
 
 `fleet` sums the pools' figures as reported: GPU-hours and cost (null when a pool has no price),
 and the busy share
@@ -22,26 +26,41 @@ from typing import Any
 import pandas as pd
 
 from simsched.config.prices import gpu_price
+from simsched.sim.cluster.replica_group import replica_slots
 
 MS_PER_HOUR = 3_600_000.0
 DIGITS = 4
 
 
 def add_pool_costs(
-    usage: dict[str, Any], specs: Sequence[Any], usages: Sequence[Any], frame: pd.DataFrame
+    usage: dict[str, Any],
+    specs: Sequence[Any],
+    usages: Sequence[Any],
+    frame: pd.DataFrame,
+    groups: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
-    """The utilisation block's `pools` entries gain their cost figures; `fleet` the totals."""
+    """The utilisation block's `pools` entries gain their cost figures; `fleet` the totals.
+    `groups`: each pool's replica group (replica_group.py), for the spans an autoscaled pool
+    was provisioned; None or a fixed group: the whole window."""
     start = float(frame["arrival_ms"].min()) if len(frame) else 0.0
-    window = max([start, *(u.last_end_ms for u in usages)]) - start
+    end = max([start, *(u.last_end_ms for u in usages)])
+    window = end - start
     pools = {name: dict(entry) for name, entry in usage["pools"].items()}
     replica_ms = busy_ms = gpu_hours = dollars = 0.0
     priced, first = True, 0
-    for spec in specs:
-        mine = usages[first : first + spec.replicas]
-        first += spec.replicas
-        figures = pool_cost(spec, mine, window)
+    for index, spec in enumerate(specs):
+        slots = replica_slots(spec)
+        mine = usages[first : first + slots]
+        first += slots
+        group = None if groups is None else groups[index]
+        if group is not None and group.states() is not None:  # autoscaled: its spans
+            up_ms = provisioned_ms(group.spans(), start, end)
+            figures = autoscaled_pool_cost(spec, mine, up_ms)
+            replica_ms += up_ms
+        else:
+            figures = pool_cost(spec, mine, window)
+            replica_ms += spec.replicas * window
         pools[spec.name] |= figures
-        replica_ms += spec.replicas * window
         busy_ms += sum(u.busy_ms for u in mine)
         gpu_hours += figures["gpu_hours"]  # the totals are the sums of the figures shown
         priced = priced and figures["cost_usd"] is not None
@@ -53,6 +72,32 @@ def add_pool_costs(
         "busy_share": round(busy_ms / replica_ms, DIGITS) if replica_ms else 0.0,
     }
     return {**usage, "pools": pools, "fleet": fleet}
+
+
+def autoscaled_pool_cost(spec: Any, usages: Sequence[Any], replica_ms: float) -> dict[str, Any]:
+    """One autoscaled pool's figures over the `replica_ms` its slots were up."""
+    gpu_hours = replica_ms * spec.tp / MS_PER_HOUR
+    price, source = gpu_price(spec)
+    busy = sum(u.busy_ms for u in usages)
+    return {
+        "gpus": spec.replicas * spec.tp,
+        "gpu_hours": round(gpu_hours, 6),
+        "price_per_gpu_hour": price,
+        "price_source": source,
+        "cost_usd": None if price is None else round(gpu_hours * price, DIGITS),
+        "busy_share": round(busy / replica_ms, DIGITS) if replica_ms else 0.0,
+    }
+
+
+def provisioned_ms(spans: Sequence[Any], start: float, end: float) -> float:
+    """Sum over spans of the time inside [start, end] (a span with no start: from `start`; with
+    no end: still up at `end`)."""
+    total = 0.0
+    for span in spans:
+        lo = start if span.start_ms is None else max(start, span.start_ms)
+        hi = end if span.end_ms is None else min(end, span.end_ms)
+        total += max(0.0, hi - lo)
+    return total
 
 
 def pool_cost(spec: Any, usages: Sequence[Any], window: float) -> dict[str, Any]:

@@ -17,7 +17,8 @@ serving and warming counts, from the window's start; `request_rate_per_s` the ar
 second from each change to the next (the last to the window's end), the load each count met.
 `ttft_misses_while_warming` counts admitted requests that arrived while some replica was
 warming and missed their class's TTFT target: the SLO price of a cold start. Today a cluster
-is one pool, named `cluster`; the `total` row sums the pools (docs/autoscaling.md).
+is one pool, named `cluster`; `cluster.pools` reports each pool by its name
+(results/pool_provisioned.py); the `total` row sums the pools (docs/autoscaling.md).
 """
 
 from __future__ import annotations
@@ -39,8 +40,13 @@ DIGITS = 4
 def provisioned_summary(
     scenario: Any, group: Any, usages: Sequence[Any], frame: pd.DataFrame
 ) -> dict[str, Any]:
-    """summary.json's `provisioned` block for one continuous-batching variant."""
+    """summary.json's `provisioned` block for one continuous-batching variant (per pool of
+    `cluster.pools`: results/pool_provisioned.py)."""
     cluster = scenario.cluster
+    if hasattr(cluster, "pools"):
+        from simsched.results.pool_provisioned import pooled_provisioned_summary  # it uses ours
+
+        return pooled_provisioned_summary(scenario, group, usages, frame)
     start = float(frame["arrival_ms"].min()) if len(frame) else 0.0
     end = max([start, *(u.last_end_ms for u in usages)])
     pool = pool_usage(group.spans(), usages, start, end, cluster.tp)
@@ -148,5 +154,8 @@ def _ratio(part: float, whole: float) -> float:
 
 
 def autoscaled(scenario: Any) -> bool:
-    """Whether the variant's cluster has an autoscaler (then every variant reports this block)."""
-    return getattr(scenario.cluster, "autoscale", None) is not None
+    """Whether the variant's cluster, or one of its pools, has an autoscaler (then every variant
+    reports this block)."""
+    cluster = scenario.cluster
+    pools = getattr(cluster, "pools", None) or [cluster]
+    return any(getattr(pool, "autoscale", None) is not None for pool in pools)

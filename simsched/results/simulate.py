@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from simsched.config.loading import checked, load_scenario, resolve_variants, select_variants
@@ -26,6 +27,7 @@ from simsched.results.frames import (
 from simsched.results.pool_costs import add_pool_costs
 from simsched.results.pools import add_pool_figures, add_ttft_sides, prefill_ttft_column
 from simsched.results.prefix_metrics import add_tenant_hit_rates, caching_on, replica_summary
+from simsched.results.provisioned import POOL as SINGLE_POOL
 from simsched.results.provisioned import autoscaled, provisioned_summary
 from simsched.results.summaries import capacity_summary, slo_verdict, summarize
 from simsched.results.tenants import session_summary, tenant_frame, tenant_metric_rows
@@ -76,7 +78,7 @@ def simulate(
         if run.transfers is not None:  # cluster.pools: TTFT on the prefill side, kept apart
             frame = frame.assign(prefill_ttft_ms=prefill_ttft_column(frame, run.transfers))
             handoffs = handoffs or bool(run.transfers.prefill_token_ms)
-        timelines.append(run.timeline.assign(variant=name))
+        timelines.append(_with_pools(run.timeline.assign(variant=name), run.pools))
         facts[name] = variant_facts(frame, table.lane, run.per_token_timing)
         summaries[name] = summarize(frame)
         rows = tenant_metric_rows(name, resolved, frame, include_all=True)
@@ -90,7 +92,8 @@ def simulate(
         usage = utilisation_summary(run.utilisation, frame)
         if usage is not None and run.pools:  # cluster.pools: per pool, and the transfers
             usage = add_pool_figures(usage, run.pools, run.transfers)
-            usage = add_pool_costs(usage, resolved.cluster.pools, run.utilisation, frame)
+            groups = run.group.groups  # each pool's replica group: what it provisioned
+            usage = add_pool_costs(usage, resolved.cluster.pools, run.utilisation, frame, groups)
             add_ttft_sides(usage, frame, run.transfers)
         if usage is not None:  # a model with replicas (continuous batching)
             utilisation[name] = usage
@@ -148,7 +151,20 @@ def _timeline(timelines: list[pd.DataFrame], caching: bool) -> pd.DataFrame:
     if "state" in frame:  # some variant autoscales: a fixed pool's replicas always serve
         frame["state"] = frame["state"].fillna("serving")
         columns.append("state")
+        if "pool" in frame:  # and some variant has cluster.pools: each slot's pool by name
+            frame["pool"] = frame["pool"].fillna(SINGLE_POOL)
+            columns.append("pool")
     return frame[columns]
+
+
+def _with_pools(timeline: pd.DataFrame, layout: list) -> pd.DataFrame:
+    """A pooled run's timeline gains each replica slot's pool (kept where some variant
+    autoscales: the replicas over time per pool are its serving rows counted by pool)."""
+    if not layout:
+        return timeline
+    names = [name for name, _, slots in layout for _ in range(slots)]
+    pools = np.asarray(names, dtype=object)[timeline["replica"].to_numpy(dtype=np.int64)]
+    return timeline.assign(pool=pools)
 
 
 def variant_workload(

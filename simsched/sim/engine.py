@@ -19,7 +19,7 @@ from simsched.sim.cluster.attribution import attribution_factory
 from simsched.sim.cluster.autoscaler import start_autoscaler
 from simsched.sim.cluster.registry import SERVICE_MODELS
 from simsched.sim.cluster.replica_group import replica_slots
-from simsched.sim.dispatcher import Stages, scheduler_process
+from simsched.sim.dispatcher import Stages
 from simsched.sim.feed import Feed
 from simsched.sim.flow import wiring as flow_wiring
 from simsched.sim.flow.dispatch import flow_scheduler_process
@@ -38,7 +38,7 @@ from simsched.sim.reactive import (
     reactive_feed,
 )
 from simsched.sim.recorder import STATUS_OK, Recorder
-from simsched.sim.tenant_room import per_tenant_scheduler_process
+from simsched.sim.schedulers import scheduler_for
 from simsched.sim.timeline import (
     TIMELINE_COLUMNS,
     TimelineSampler,
@@ -135,10 +135,8 @@ def run_variant(
         feed = reactive_feed(env, scenario, feed, recorder, cost_of(scenario))
     gateway = timing(env, feed, rules, lanes, buckets, recorder)
     stages = Stages(env, policy, lanes, gateway, gate, cluster, buckets, recorder)
-    if controller is None and getattr(cluster, "per_tenant_room", False):
-        env.process(per_tenant_scheduler_process(stages))  # pools: room differs per tenant
-    elif controller is None:
-        env.process(scheduler_process(stages))
+    if controller is None:  # the dispatch loop the cluster's kind needs (sim/schedulers.py)
+        env.process(scheduler_for(scenario.cluster.service_model)(stages))
     else:
         env.process(flow_scheduler_process(stages, controller))
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)

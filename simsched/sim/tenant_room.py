@@ -4,7 +4,7 @@ With `cluster.pools`, a tenant is served only by its eligible pools (its model, 
 `tenants[].pools`). "The cluster has room" then depends on the tenant: when the batch tenant's
 A100 pool is full, the chat tenant's idle H100 pool still has room. A single cluster-wide
 `has_room()` would let one tenant's full pools stop dispatch for everyone (head-of-line blocking
-across tenants), so a cluster that declares `per_tenant_room = True` answers
+across tenants), so a cluster that runs this scheduler (sim/schedulers.py: `pools`) answers
 `open_tenants() -> list[bool]` (may the tenant's next request be placed now?), and the scheduler
 here shows the policy only the open tenants' queues (`OpenTenantsView`).
 

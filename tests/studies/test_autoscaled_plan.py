@@ -67,3 +67,53 @@ def test_cost_is_the_provisioned_gpu_hours_per_hour_of_the_run(tmp_path: Path) -
     assert any("GPU-hours provisioned" in note for note in result.notes)
     # slots that never served count no request: that is no router skew
     assert not any("load is skewed" in note for note in result.notes)
+
+
+def write_pooled(folder: Path) -> Path:
+    """The same day on P/D pools: a fixed prefill pool, an autoscaled decode pool of one-seat
+    replicas (a request holds its seat for 10 decode steps)."""
+    light = {"kind": "periodic", "start_ms": 0.5, "interval_ms": 100, "count": 200}
+    flood = {"kind": "periodic", "start_ms": 4050, "interval_ms": 2, "count": 750}
+    pool = {"latency_model": LINEAR, "num_gpu_blocks": 400, "schedule_step_ms": 0.0,
+            "router": "least_outstanding", "max_num_seqs": 2}  # fmt: skip
+    raw = {
+        "name": "tiny_pd_day",
+        "tenants": [
+            {"id": "light", "arrivals": light, "prefill_tokens": 100, "decode_tokens": 10},
+            {"id": "flood", "arrivals": flood, "prefill_tokens": 100, "decode_tokens": 10},
+        ],
+        "admission": {"enabled": False},
+        "cluster": {"pools": [
+            {"name": "prefill", "role": "prefill", "replicas": 2, **pool},
+            {"name": "decode", "role": "decode", "replicas": 1, **pool,
+             "autoscale": {"min": 1, "max": 3, "metric": "queue_depth", "target": 1.0,
+                           "interval_s": 1.0, "scale_up_delay_s": 0.5,
+                           "scale_down_cooldown_s": 2.0}},
+        ]},
+    }  # fmt: skip
+    path = folder / "tiny_pd_day.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_pooled_cost_is_each_pools_provisioned_gpu_hours_at_its_price(tmp_path: Path) -> None:
+    path = write_pooled(tmp_path)
+    result = plan(path, "cluster.pools[decode].autoscale.max", "1:3", ["all.p99_ttft_ms<=60000"],
+                  minimize="cost", headroom=False)  # fmt: skip
+    best = result.best
+    assert best is not None and best.answer == 1  # a loose SLO: the smallest maximum does
+    # by hand: each pool's GPU-hours from the integral of its provisioned replica count (the
+    # replicas_over_time steps), at the H100's list price, over the window's hours
+    block = simulate(load_scenario(path, ["cluster.pools[decode].autoscale.max=1"]))
+    block = block.provisioned["base"]
+    start, end = block["window_ms"]
+    replica_ms = 0.0
+    for figures in block["pools"].values():
+        steps = figures["replicas_over_time"]
+        edges = [row[0] for row in steps] + [end]
+        replica_ms += sum(row[1] * (hi - lo) for row, lo, hi in zip(steps, edges, edges[1:],
+                                                                     strict=False))  # fmt: skip
+    price = GPU_PRICES_PER_HOUR["h100-80gb"]
+    per_hour = replica_ms / (end - start) * price  # GPU-hours / hours x price, tp 1
+    assert best.cost_per_hour == pytest.approx(per_hour, abs=1e-3)
+    assert any("GPU-hours provisioned" in note for note in result.notes)

@@ -26,6 +26,7 @@ from simsched.outputs.cluster_table import (
     admitted_only_note,
     skew_note,
 )
+from simsched.outputs.provisioned_table import any_autoscaled_pool
 from simsched.results.backlog import had_backlog
 from simsched.results.utilisation import skewed
 
@@ -69,9 +70,8 @@ def _who(variants: list[str], variant: str) -> str:
 
 
 def _autoscaled(block: Any) -> bool:
-    """As `outputs.provisioned_table.autoscaled_variants`: the cluster pool had a warm-up."""
-    pool = block.get("pools", {}).get("cluster") if isinstance(block, dict) else None
-    return isinstance(pool, dict) and pool.get("warmup_s") is not None
+    """As `outputs.provisioned_table.autoscaled_variants`: some pool had a warm-up."""
+    return any_autoscaled_pool(block)
 
 
 def _skewed(usage: Any) -> bool:

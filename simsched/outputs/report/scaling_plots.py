@@ -1,7 +1,8 @@
 """A scenario report's autoscaling section: replicas over time against the request rate, and
 the provisioned fleet's GPU-hours, cost and busy share (summary.json's `provisioned` block).
 
-Drawn only where some variant autoscales; a fixed pool beside it shows as a flat line.
+Drawn only where some variant autoscales; a fixed pool beside it shows as a flat line. A variant
+on `cluster.pools` draws each pool's lines, named by the pool.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from simsched.outputs.report.data import ScenarioData
 from simsched.outputs.report.page import Plot, decorate, save, variant_panels
 
 RATE_BINS = 120  # request-rate bins over the window
+SINGLE_POOL = "cluster"  # a single pool's name in the block (results/provisioned.py)
 
 
 def replicas_over_time(data: ScenarioData, folder: Path) -> Plot:
@@ -27,12 +29,16 @@ def replicas_over_time(data: ScenarioData, folder: Path) -> Plot:
             ax.set_axis_off()
             continue
         start, end = block["window_ms"]
-        steps = np.array(block["pools"]["cluster"]["replicas_over_time"], dtype=float)
-        times = np.append(steps[:, 0], end) / 1000
-        for column, label in ((1, "provisioned"), (2, "serving")):
-            counts = np.append(steps[:, column], steps[-1, column])
-            ax.step(times, counts, where="post", label=f"replicas {label}")
-        ax.set_ylim(0, steps[:, 1].max() + 1)
+        highest = 0.0
+        for name, pool in block["pools"].items():  # `cluster`, or each of cluster.pools
+            steps = np.array(pool["replicas_over_time"], dtype=float)
+            times = np.append(steps[:, 0], end) / 1000
+            prefix = "" if name == SINGLE_POOL else f"{name}: "
+            for column, label in ((1, "provisioned"), (2, "serving")):
+                counts = np.append(steps[:, column], steps[-1, column])
+                ax.step(times, counts, where="post", label=f"{prefix}replicas {label}")
+            highest = max(highest, steps[:, 1].max())
+        ax.set_ylim(0, highest + 1)
         decorate(ax, variant, "time (s)", "replicas")
         rate = ax.twinx()
         centres, per_s = _arrival_rate(data.requests, variant, start, end)
@@ -40,7 +46,7 @@ def replicas_over_time(data: ScenarioData, folder: Path) -> Plot:
         rate.set_ylabel("arrivals per second")
         rate.set_ylim(bottom=0)
         legend = _without_legends(ax, rate)
-    if legend is not None:  # the same three lines in every panel: one legend, under them all
+    if legend is not None:  # the same lines in every panel: one legend, under them all
         fig.legend(*legend, loc="outside lower center", ncols=3, fontsize="small")
     return save(
         fig,
@@ -77,21 +83,25 @@ def provisioned_table(provisioned: dict[str, Any] | None) -> list[tuple[str, pd.
     if not provisioned:
         return []
     rows = []
+    pooled = any(name != SINGLE_POOL for block in provisioned.values() for name in block["pools"])
     for variant, block in provisioned.items():
-        pool = block["pools"]["cluster"]
-        counts = [step[1] for step in pool["replicas_over_time"]]
-        rows.append(
-            {
-                "variant": variant,
-                "GPU-hours": pool["gpu_hours"],
-                "cost $": pool["cost_usd"],
-                "busy share": pool["busy_share"],
-                "KV held share": pool["kv_held_share"],
-                "mean replicas": pool["mean_replicas"],
-                "replicas min..max": f"{min(counts)}..{max(counts)}",
-                "warm-up s": pool["warmup_s"],
-                "TTFT misses while warming": pool["ttft_misses_while_warming"],
-            }
-        )
+        for name, pool in block["pools"].items():
+            rows.append(_table_row(variant, name, pool, pooled))
     title = "Provisioned fleet, from the first arrival to the last iteration"
     return [(title, pd.DataFrame(rows))]
+
+
+def _table_row(variant: str, name: str, pool: dict[str, Any], pooled: bool) -> dict[str, Any]:
+    """One pool's row; the `pool` column only where some variant has cluster.pools."""
+    counts = [step[1] for step in pool["replicas_over_time"]]
+    where = {"variant": variant} | ({"pool": name} if pooled else {})
+    return where | {
+        "GPU-hours": pool["gpu_hours"],
+        "cost $": pool["cost_usd"],
+        "busy share": pool["busy_share"],
+        "KV held share": pool["kv_held_share"],
+        "mean replicas": pool["mean_replicas"],
+        "replicas min..max": f"{min(counts)}..{max(counts)}",
+        "warm-up s": pool["warmup_s"],
+        "TTFT misses while warming": pool["ttft_misses_while_warming"],
+    }

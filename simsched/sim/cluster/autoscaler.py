@@ -23,7 +23,7 @@ from collections.abc import Generator
 from typing import Any
 
 from simsched.config.autoscale import AutoscaleSpec
-from simsched.sim.cluster.autoscale_metrics import build_metric
+from simsched.sim.cluster.autoscale_metrics import Metric, build_metric
 from simsched.sim.cluster.replica_group import SERVING, WARMING, AutoscaledGroup
 
 
@@ -58,14 +58,23 @@ class ScaleDecision:
 
 class Autoscaler:
     def __init__(
-        self, env: Any, spec: AutoscaleSpec, group: AutoscaledGroup, lanes: Any, feed: Any
+        self,
+        env: Any,
+        spec: AutoscaleSpec,
+        group: AutoscaledGroup,
+        lanes: Any,
+        feed: Any,
+        metric: Metric | None = None,
     ) -> None:
         self.env = env
         self.group = group
         self.lanes = lanes
         self.feed = feed
         self.interval_ms = spec.interval_s * 1000.0
-        self.metric = build_metric(spec.metric, group, lanes, self.interval_ms)
+        # what it reads: the metric over its group (a pool's own, pool_autoscaling.py)
+        self.metric = metric or build_metric(spec.metric, group, lanes, self.interval_ms)
+        # whose work must be over for the run to be done: its group's replicas, or every pool's
+        self.watched: list[Any] = group.replicas
         self.decision = ScaleDecision(spec)
         # read before the run starts: by the time the process first runs, the scheduler may
         # already have taken the first arrival from the feed
@@ -90,13 +99,23 @@ class Autoscaler:
 
     def _done(self) -> bool:
         """Every request is done (or nothing else could happen: a stalled run ends too)."""
-        idle = not any(replica.holds_work() for replica in self.group.replicas)
+        idle = not any(replica.holds_work() for replica in self.watched)
         done = self.feed.next_arrival_ms is None and self.lanes.total_size() == 0 and idle
         return done or self.env.peek() == math.inf
 
 
 def start_autoscaler(env: Any, config: Any, cluster: Any, lanes: Any, feed: Any) -> None:
-    """Start the controller of a cluster whose settings ask for one (`cluster.autoscale`)."""
+    """Start the controllers a cluster's settings ask for: the cluster's own (`autoscalers`,
+    one per autoscaled pool of `cluster.pools`), or a single pool's (`cluster.autoscale`)."""
+    for controller in autoscalers(config, cluster, lanes, feed):
+        env.process(controller.process())
+
+
+def autoscalers(config: Any, cluster: Any, lanes: Any, feed: Any) -> list[Autoscaler]:
+    own = getattr(cluster, "autoscalers", None)  # a cluster of pools builds one per pool
+    if own is not None:
+        return own(lanes, feed)
     spec = getattr(config, "autoscale", None)
-    if spec is not None:
-        env.process(Autoscaler(env, spec, cluster.group, lanes, feed).process())
+    if spec is None:
+        return []
+    return [Autoscaler(cluster.env, spec, cluster.group, lanes, feed)]

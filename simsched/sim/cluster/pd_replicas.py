@@ -56,6 +56,11 @@ class PrefillReplica(Replica):
         `cluster.frontend` adds nothing there): the decode side shifts its instants by it."""
         return self.frontend.first_token_ms(0.0)
 
+    def holds_work(self) -> bool:
+        """Also while it holds blocks for a transfer: a draining replica stays up until the
+        decode side has them (an autoscaler turns it off only then)."""
+        return self.held > 0 or super().holds_work()
+
     def release(self, seq: Seq) -> None:
         """The transfer is over: the prompt's blocks go (a prefix cache keeps what it shares),
         and a replica idle for want of them starts again."""
@@ -64,6 +69,8 @@ class PrefillReplica(Replica):
         if not self.busy and self.waiting:
             self.busy = True
             At(self.env, 0.0, SCHEDULER).callbacks.append(self._kick)
+        elif not self.holds_work():
+            self.on_idle()  # its last transfer ended: a draining replica may now go
 
 
 class DecodeReplica(Replica):
@@ -81,6 +88,11 @@ class DecodeReplica(Replica):
         # joined sequences whose first decode step has not ended yet: the client's first token
         # (vLLM's NIXL connector behind llm-d streams the answer from the decode instance)
         self.awaiting_first: list[Seq] = []
+
+    def holds_work(self) -> bool:
+        """Also while a booking waits or a transfer to it runs: a draining decode replica takes
+        no new transfer, but the one already reserved on it lands and is decoded here."""
+        return bool(self.bookings or self.in_transfer or self.arrived) or super().holds_work()
 
     def outstanding(self) -> int:
         """Running, waiting, booking and in transfer: what a router should count as load."""

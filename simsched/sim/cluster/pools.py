@@ -10,7 +10,8 @@ request off after the first token (`Handoff`): a decode pool is picked the same 
 picks the replica, the replica books the prompt's blocks, the link carries them, the prefill side
 lets its blocks go and the decode replica takes the sequence into its batch.
 
-Room is per tenant (`open_tenants`, `per_tenant_room`): the scheduler offers the policy only
+Room is per tenant (`open_tenants`; sim/schedulers.py gives pools tenant_room's scheduler
+process): the scheduler offers the policy only
 the tenants with an entry pool that has room (sim/tenant_room.py), so one tenant's full pools
 never hold back another tenant's idle ones, and a request is placed as it is dispatched.
 `parked` holds a request dispatched without room: with `flow_control`, whose dispatcher
@@ -31,7 +32,15 @@ from simsched.sim.cluster.cpu_time import build_engine_latency
 from simsched.sim.cluster.kv_link import DedicatedLink, KvLink, prompt_kv_bytes
 from simsched.sim.cluster.latency import sustained_tokens_per_ms
 from simsched.sim.cluster.pd_replicas import DecodeReplica, PrefillReplica
+from simsched.sim.cluster.pool_autoscaling import pool_autoscalers
 from simsched.sim.cluster.replica import NoObserver, Replica
+from simsched.sim.cluster.replica_group import (
+    AutoscaledGroup,
+    FixedGroup,
+    PoolGroups,
+    build_group,
+    replica_slots,
+)
 from simsched.sim.cluster.router import Router, build_router
 from simsched.sim.cluster.sequences import Seq, ceil_div
 from simsched.sim.cluster.utilisation import ReplicaUsage
@@ -51,22 +60,26 @@ class Pool:
     role: str
     model: str
     spec: Any
-    offset: int  # the run's number of its first replica
-    replicas: list[Replica]
+    offset: int  # the run's number of its first replica slot
+    replicas: list[Replica]  # every slot (an autoscaled pool builds all it may ever use)
     router: Router
     rate: float  # sustained prefill tokens per ms of one replica (latency.sustained_tokens_per_ms)
+    # the slots that take work: all of them, or those the pool's autoscaler keeps serving
+    # (replica_group.py); the router's `routable` is the same list
+    group: FixedGroup | AutoscaledGroup
 
     def load(self) -> float:
-        """Work per unit of capacity: (outstanding requests + 1) / (replicas x rate). The +1
-        counts the request being placed, so an idle fast pool beats an idle slow one."""
+        """Work per unit of capacity: (outstanding requests + 1) / (serving replicas x rate).
+        The +1 counts the request being placed, so an idle fast pool beats an idle slow one."""
         outstanding = 0
-        for replica in self.replicas:
+        serving = self.group.serving
+        for replica in serving:
             outstanding += replica.outstanding()
-        return (outstanding + 1) / (len(self.replicas) * self.rate)
+        return (outstanding + 1) / (len(serving) * self.rate)
 
     def has_room(self) -> bool:
         limit = self.spec.max_waiting_per_replica
-        for replica in self.replicas:  # noqa: SIM110 (a loop: once per dispatch)
+        for replica in self.group.serving:  # noqa: SIM110 (a loop: once per dispatch)
             if len(replica.waiting) + replica.frontend.entering < limit:
                 return True
         return False
@@ -105,7 +118,8 @@ class Handoff:
     def __call__(self, source: PrefillReplica, seq: Seq, end: float) -> None:
         self.log.prefill_token_ms[seq.request.seq] = source.frontend.first_token_ms(end)
         pool = self.cluster.decode_pool(seq.request)
-        target = pool.router.choose(list(pool.replicas), seq.request)
+        # only a warm replica that is not draining takes a new transfer
+        target = pool.router.choose(list(pool.group.serving), seq.request)
         self.in_flight += 1
         target.offer(
             seq,
@@ -142,7 +156,6 @@ class PooledCluster:
 
     uses_seed = True
     uses_tenants = True  # the engine passes the scenario's tenants (their model and pools)
-    per_tenant_room = True  # the engine runs tenant_room.per_tenant_scheduler_process
 
     def __init__(
         self,
@@ -155,12 +168,17 @@ class PooledCluster:
     ) -> None:
         self.env = env
         self.recorder = recorder
-        self.pools = self._build_pools(env, config, recorder, observer, seed)
+        self.pools = self._build_pools(env, config, recorder, observer, seed, self._room_appeared)
         self.replicas = [replica for pool in self.pools for replica in pool.replicas]
+        # what was provisioned and when, per pool (the results' GPU-hours)
+        self.group = PoolGroups(
+            tuple(pool.name for pool in self.pools), tuple(pool.group for pool in self.pools)
+        )
         self.block_size = config.block_size
-        self.kv_blocks_total = sum(r.capacity for r in self.replicas)
         entry = [p for p in self.pools if p.role in ENTRY_ROLES]
-        self.tput = sum(len(p.replicas) * p.rate for p in entry)
+        # the replicas a pool starts with (all it has, without an autoscaler): the gateway's
+        # wait estimate, as a single autoscaled pool's
+        self.tput = sum(p.spec.replicas * p.rate for p in entry)
         self.prefix_caching = any(p.spec.prefix_caching for p in self.pools)
         self.picker = PoolPicker()
         self.handoff = Handoff(env, DedicatedLink(config.kv_transfer), self)
@@ -173,22 +191,43 @@ class PooledCluster:
         self.parked: Request | None = None
         self._room: simpy.Event | None = None
 
+    @property
+    def kv_blocks_total(self) -> int:
+        """KV blocks of the replicas that hold or may hold requests (all, without autoscaling)."""
+        total = 0
+        for pool in self.pools:
+            total += pool.group.kv_blocks_total
+        return total
+
     @staticmethod
-    def _build_pools(env, config, recorder, observer, seed) -> list[Pool]:
+    def _build_pools(env, config, recorder, observer, seed, on_room) -> list[Pool]:
         pools, offset = [], 0
         for index, spec in enumerate(config.pools):
             latency = build_engine_latency(spec)  # the roofline with the engine's CPU time
             kind = REPLICA_KINDS[spec.role]
-            replicas = [kind(env, i, spec, latency, recorder) for i in range(spec.replicas)]
+            slots = replica_slots(spec)  # an autoscaled pool builds every slot it may use
+            replicas = [kind(env, i, spec, latency, recorder) for i in range(slots)]
             for replica in replicas:
                 replica.observer = observer or NoObserver()
             # each pool's tie-breaks draw from their own stream, so adding a pool moves no other
             router = build_router(spec, replicas, seed + index)
+            group = build_group(env, spec, replicas, on_room)
+            router.routable = group.serving  # the same list: the group resizes it
             rate = sustained_tokens_per_ms(latency, spec)
             pools.append(
-                Pool(spec.name, spec.role, spec.model.name, spec, offset, replicas, router, rate)
+                Pool(
+                    spec.name,
+                    spec.role,
+                    spec.model.name,
+                    spec,
+                    offset,
+                    replicas,
+                    router,
+                    rate,
+                    group,
+                )
             )
-            offset += spec.replicas
+            offset += slots
         return pools
 
     def _tenant_pools(self, tenants: Sequence[Any]) -> tuple[list[list[Pool]], list[list[Pool]]]:
@@ -285,7 +324,23 @@ class PooledCluster:
 
     # --- what the timeline and the results read --------------------------------------------------
     def snapshot(self) -> list[tuple[int, int, int, int, int]]:
-        return [replica.snapshot() for replica in self.replicas]
+        """Per replica slot; a slot that is off or warming offers no KV blocks (its total 0)."""
+        return [row for pool in self.pools for row in pool.group.snapshot()]
+
+    def replica_states(self) -> list[str] | None:
+        """Per replica slot: off, warming, serving or draining; None when no pool autoscales."""
+        states = [pool.group.states() for pool in self.pools]
+        if all(state is None for state in states):
+            return None
+        return [
+            s
+            for pool, state in zip(self.pools, states, strict=True)
+            for s in (state or ["serving"] * len(pool.replicas))
+        ]
+
+    def autoscalers(self, lanes: Any, feed: Any) -> list[Any]:
+        """One controller per pool with `autoscale` (pool_autoscaling.py)."""
+        return pool_autoscalers(self, lanes, feed)
 
     def utilisation(self) -> list[ReplicaUsage]:
         return [replica.meter.usage() for replica in self.replicas]

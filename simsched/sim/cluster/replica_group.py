@@ -217,13 +217,25 @@ class AutoscaledGroup:
 READY = (SERVING, DRAINING)
 
 
+@dataclass(frozen=True)
+class PoolGroups:
+    """The replica groups of `cluster.pools`, one per pool in declaration order (what the
+    results read of a pooled cluster, as they read `group` of a single pool)."""
+
+    names: tuple[str, ...]
+    groups: tuple[FixedGroup | AutoscaledGroup, ...]
+
+
 def _span_order(span: ProvisionedSpan) -> tuple[float, int]:
     return (-1.0 if span.start_ms is None else span.start_ms, span.replica)
 
 
 def replica_slots(config: Any) -> int:
     """Replica slots to build: the pool's count (1 for a model without replicas), or every
-    slot an autoscaler may fill."""
+    slot an autoscaler may fill; for `cluster.pools`, the sum over the pools."""
+    pools = getattr(config, "pools", None)
+    if pools is not None:
+        return sum(replica_slots(pool) for pool in pools)
     autoscale = getattr(config, "autoscale", None)
     if autoscale is None:
         return getattr(config, "replicas", 1)
