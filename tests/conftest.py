@@ -1,6 +1,7 @@
 """Shared test helpers: small scenarios built in Python around a trace CSV, and their decisions;
-`simsched` run in-process; the process table read from /proc; the figures a report draws, and
-the shipped noisy_neighbor report drawn once per test process.
+`simsched` run in-process; pool workers forked with simsched already imported; the process
+table read from /proc; the figures a report draws, and the shipped noisy_neighbor report drawn
+once per test process.
 
 The helpers are fixtures (pytest's way of sharing code between test modules). The scenario ones
 are session-scoped so that hypothesis tests may use them: hypothesis reruns a test body many
@@ -12,6 +13,7 @@ from __future__ import annotations
 import csv
 import itertools
 import math
+import multiprocessing
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,6 +32,16 @@ from simsched.sim.engine import run_variant
 from simsched.workload.build import build_workload
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The modules a pool worker runs (a sweep's or plan's points, a calibration's cases). Sweeps
+# with the default --jobs, and plans and fits with jobs=2, start worker pools through the
+# forkserver (simsched/studies/orphans.py); each worker would import simsched, pandas, numpy
+# and scipy again, one to two CPU-seconds a worker, for each of the suite's pools. Preloaded,
+# the forkserver (one per test process, started by its first pool) imports them once and every
+# worker is forked with them in place. simsched itself does not preload: a command killed
+# while its forkserver is still importing would leave a late worker that prints a traceback.
+WORKER_MODULES = ["simsched.studies.runners", "simsched.studies.calibration.fit"]
+multiprocessing.set_forkserver_preload(WORKER_MODULES)
 NOISY_NEIGHBOR = REPO / "scenarios" / "noisy_neighbor.yaml"
 # Report tests check structure (files, figures, axes, labels), not pixels: they draw at low DPI.
 TEST_DPI = 20

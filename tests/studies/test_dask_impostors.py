@@ -18,8 +18,6 @@ from collections.abc import Iterator
 
 import pytest
 
-pytest.importorskip("distributed")
-
 
 def _reply(conn: socket.socket, mode: str) -> None:
     with conn:
@@ -33,6 +31,9 @@ def _reply(conn: socket.socket, mode: str) -> None:
 
 @pytest.fixture(params=["silent", "http", "garbage"])
 def impostor(request) -> Iterator[str]:
+    # Skipped here, not at import: collecting the module would otherwise import Dask (most of a
+    # CPU-second) in every test process, though only the slow tier runs this test.
+    pytest.importorskip("distributed")
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.2)
     stop = threading.Event()
