@@ -1,10 +1,11 @@
-"""The ShareGPT length draws of the saturated engine cases (calibration/published.yaml, en_g7/8/9;
-docs/continuous_batching.md, "ShareGPT lengths").
+"""The ShareGPT length draws of the engine cases (calibration/published.yaml, en_g2/3 at 4 clients
+and en_g7/8/9 all at once; docs/continuous_batching.md, "ShareGPT lengths").
 
 Each case draws lognormal lengths clipped to `vllm bench serve`'s ShareGPT bounds, with the
 log-scale sigma of the Azure 2023 conversation trace and a median chosen so that the clipped mean
-is the source row's own mean (moe_specdec_pd.md EN-G7/8/9: 217,393 prompt tokens and 201,422,
-201,826, 201,723 output tokens over 1,000 requests). The expected means below are those published
+is the source row's own mean (moe_specdec_pd.md EN-G2/3: 23,260 prompt and 22,061 output tokens
+over 100 requests; EN-G7/8/9: 217,393 prompt tokens and 201,422, 201,826, 201,723 output tokens
+over 1,000 requests). The expected means below are those published
 totals; the clipped mean is summed exactly over whole tokens, independently of the generator, and
 a large draw of the generator itself must land on it.
 """
@@ -26,8 +27,10 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "calibration" / "published.yaml"
 AZURE_CONV = ROOT.parent / "shared/data/traces/azure_llm_2023_conv.csv"
 
-# moe_specdec_pd.md §5a, "Tokens in / out" over 1,000 requests
+# moe_specdec_pd.md §5a, "Tokens in / out" over 100 and 1,000 requests
 PUBLISHED_MEANS = {
+    "en_g2": (232.60, 220.61),
+    "en_g3": (232.60, 220.61),
     "en_g7": (217.393, 201.422),
     "en_g8": (217.393, 201.826),
     "en_g9": (217.393, 201.723),
@@ -67,13 +70,13 @@ def _cases() -> list[dict[str, Any]]:
     return yaml.safe_load(PUBLISHED.read_text(encoding="utf-8"))["cases"]
 
 
-def _saturated_cases() -> list[str]:
+def _sharegpt_cases() -> list[str]:
     return [c["name"] for c in _cases() if c["name"].startswith(tuple(PUBLISHED_MEANS))]
 
 
-def test_every_saturated_sharegpt_case_draws_its_lengths() -> None:
-    names = _saturated_cases()
-    assert len(names) == 9  # output, TTFT and TPOT of three engines
+def test_every_sharegpt_case_draws_its_lengths() -> None:
+    names = _sharegpt_cases()
+    assert len(names) == 15  # output, TTFT and TPOT of five runs
     for name in names:
         lengths = _tenant_lengths(name)
         for side, (low, high) in SAMPLER_BOUNDS.items():
@@ -84,7 +87,7 @@ def test_every_saturated_sharegpt_case_draws_its_lengths() -> None:
 
 @pytest.mark.parametrize("row", sorted(PUBLISHED_MEANS))
 def test_clipped_means_are_the_published_means(row: str) -> None:
-    name = next(n for n in _saturated_cases() if n.startswith(row))
+    name = next(n for n in _sharegpt_cases() if n.startswith(row))
     lengths = _tenant_lengths(name)
     for side, published in zip(("prefill", "decode"), PUBLISHED_MEANS[row], strict=True):
         spec = lengths[side]
