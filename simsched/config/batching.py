@@ -117,6 +117,9 @@ class ContinuousBatchingConfig(BaseModel):
     # CPU time serial, admit-then-preempt, the latency model's fixed front-end delays.
     engine: EngineSetting | None = None
     cpu_time: CpuTime | None = None
+    # with `cpu_time: overlap`, ms per iteration the overlap cannot hide (the step's sampled
+    # tokens reach the host before the next step launches; docs/engines.md, "CPU time")
+    overlap_exposed_ms: Annotated[float, Field(ge=0, le=1000, allow_inf_nan=False)] | None = None
     capacity_scheduler: CapacityScheduler | None = None
     frontend: FrontendSpec | None = None
     # An idle replica picks its first batch this long after a request wakes it, so what is
@@ -145,6 +148,7 @@ class ContinuousBatchingConfig(BaseModel):
         config = handler(filled)
         config.__pydantic_fields_set__.difference_update(added)
         _multi_step_needs_steps(config)
+        _exposed_needs_overlap(config)
         return config
 
     # a horizontal autoscaler over the replicas (config/autoscale.py, docs/autoscaling.md);
@@ -336,6 +340,18 @@ class ContinuousBatchingConfig(BaseModel):
     @property
     def total_kv_blocks(self) -> int:
         return self.blocks_per_replica * self.replicas
+
+
+def _exposed_needs_overlap(config: ContinuousBatchingConfig) -> None:
+    """`overlap_exposed_ms` is part of the overlapped CPU time: with serial or multi-step CPU
+    time the whole CPU time is already charged, so the setting would do nothing. The value an
+    engine profile fills in is left out with an explicit other `cpu_time` (engines.py)."""
+    written = "overlap_exposed_ms" in config.model_fields_set
+    if written and config.overlap_exposed_ms is not None and config.cpu_time != "overlap":
+        raise ValueError(
+            "overlap_exposed_ms is the part of an overlapped step the overlap cannot hide; "
+            f"cpu_time is {config.cpu_time or 'serial'}: set cpu_time: overlap or remove it"
+        )
 
 
 def _multi_step_needs_steps(config: ContinuousBatchingConfig) -> None:

@@ -37,8 +37,8 @@ TRTLLM_BATCHING = (8192, 2048)
 # The API server of each served engine (docs/engines.md, "The API server"): one process unless
 # told, and per-request CPU time derived from published low-load and short-request runs.
 VLLM_FRONTEND = {"processes": 1, "per_request_ms": 26.9}
-SGLANG_FRONTEND = {"processes": 1, "per_request_ms": 7.6}
-TRTLLM_FRONTEND = {"processes": 1, "per_request_ms": 31.0}
+SGLANG_FRONTEND = {"processes": 1, "per_request_ms": 15.0}
+TRTLLM_FRONTEND = {"processes": 1, "per_request_ms": 32.2}
 # Offline runs (vLLM's LLM class, trtllm-bench, SGLang's offline engine) have no HTTP server.
 OFFLINE_FRONTEND = {"processes": 1, "per_request_ms": 0.0}
 
@@ -55,6 +55,10 @@ ENGINE_RULES = {
 # engine facts), against the roofline's Python-scheduler costs fitted on vLLM.
 NO_CPU_COST = {"overhead_ms": 0.0, "per_seq_ms": 0.0}
 ENGINE_CPU_COSTS = {"trtllm": NO_CPU_COST}
+# Per-step time the overlap schedulers leave exposed (docs/engines.md, "CPU time"): at 4 clients
+# the published TPOTs (moe_specdec_pd.md EN-G2, EN-G3) are this much longer than the GPU step;
+# each value a one-parameter search on that engine's TPOT figure.
+OVERLAP_EXPOSED_MS = {"sglang": 0.763, "trtllm": 1.205}
 
 
 class EngineSpec(BaseModel):
@@ -77,6 +81,8 @@ def profile_defaults(engine: EngineSpec, gpu: Any) -> dict[str, Any]:
     """The settings the engine gives a cluster on this GPU (before the user's own)."""
     cpu_time, capacity, frontend = ENGINE_RULES[engine.name]
     values: dict[str, Any] = {"cpu_time": cpu_time, "capacity_scheduler": capacity}
+    if engine.name in OVERLAP_EXPOSED_MS:
+        values["overlap_exposed_ms"] = OVERLAP_EXPOSED_MS[engine.name]
     values["frontend"] = dict(OFFLINE_FRONTEND if engine.offline else frontend)
     batching = _batching(engine, gpu)
     if batching is not None:
@@ -120,6 +126,8 @@ def fill_engine_profile(data: Any) -> tuple[Any, set[str]]:
     except ValueError:
         return data, set()  # the field's own validation names the error
     defaults = profile_defaults(engine, data.get("gpu"))
+    if data.get("cpu_time", "overlap") != "overlap":  # an explicit serial or multi-step CPU time
+        defaults.pop("overlap_exposed_ms", None)  # charges the whole CPU time: nothing to expose
     filled = {**defaults, **data}
     latency = _with_cpu_costs(engine, data.get("latency_model", "roofline"))
     if latency is not None:

@@ -71,8 +71,12 @@ def _engine_line(cluster: Any) -> str:
         api = "no API server (no front-end time)"
     else:
         api = f"API server {frontend.processes} x {frontend.per_request_ms:g} ms/request"
+    cpu = cluster.cpu_time or "serial"
+    exposed = getattr(cluster, "overlap_exposed_ms", None)
+    if exposed:  # the part of each overlapped step the overlap leaves (docs/engines.md)
+        cpu += f" ({exposed:g} ms a step exposed)"
     return (
         f"{engine.name} ({use}), {cluster.max_num_batched_tokens} batched tokens, "
-        f"{cluster.max_num_seqs} sequences, CPU time {cluster.cpu_time or 'serial'}, "
+        f"{cluster.max_num_seqs} sequences, CPU time {cpu}, "
         f"{cluster.capacity_scheduler or 'admit_then_preempt'}, {api}"
     )

@@ -7,9 +7,10 @@ prepare inputs, sample). Engines differ in whether the GPU waits for it (docs/en
     multi_step  iteration = gpu + cpu / k          (vLLM 0.6, --num-scheduler-steps k: the
                                                     scheduler and input preparation run once
                                                     for k steps, so each step pays 1/k)
-    overlap     iteration = max(gpu, cpu)          (SGLang's and TensorRT-LLM's overlap
+    overlap     iteration = max(gpu, cpu) + x      (SGLang's and TensorRT-LLM's overlap
                                                     schedulers prepare batch i+1 while the GPU
-                                                    runs batch i)
+                                                    runs batch i; x = overlap_exposed_ms, the
+                                                    per-step work the overlap cannot hide)
 
 `gpu` is the roofline with its CPU terms set to 0 (built through `build_latency`, so every GPU
 term, overrides included, is the roofline's own). The linear model has no CPU term: it runs as
@@ -28,8 +29,17 @@ from simsched.sim.cluster.latency import Latency, build_latency
 class CpuShared:
     """A roofline whose CPU time is amortised over `steps` iterations or overlapped with the GPU."""
 
-    def __init__(self, gpu: Latency, overhead_ms: float, per_seq_ms: float, mode: str, steps: int):
+    def __init__(
+        self,
+        gpu: Latency,
+        overhead_ms: float,
+        per_seq_ms: float,
+        mode: str,
+        steps: int,
+        exposed_ms: float = 0.0,
+    ) -> None:
         self.gpu = gpu
+        self.exposed_ms = exposed_ms
         self.overhead_ms = overhead_ms
         self.per_seq_ms = per_seq_ms
         self.overlap = mode == "overlap"
@@ -54,7 +64,7 @@ class CpuShared:
         )
         cpu = self.cpu_ms(decode_seqs)
         if self.overlap:
-            return maximum(gpu, cpu)
+            return maximum(gpu, cpu) + self.exposed_ms
         return gpu + cpu / self.steps
 
 
@@ -73,4 +83,5 @@ def build_engine_latency(config: Any) -> Latency | CpuShared:
         roofline.per_seq_ms,
         mode,
         config.num_scheduler_steps,
+        getattr(config, "overlap_exposed_ms", None) or 0.0,
     )
