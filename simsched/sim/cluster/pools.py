@@ -44,6 +44,7 @@ from simsched.sim.cluster.replica_group import (
 from simsched.sim.cluster.router import Router, build_router
 from simsched.sim.cluster.sequences import Seq, ceil_div
 from simsched.sim.cluster.utilisation import ReplicaUsage
+from simsched.sim.kernel import HANDOFF
 from simsched.sim.recorder import Recorder
 from simsched.sim.requests import Request
 
@@ -106,7 +107,9 @@ class TransferLog:
 
 
 class Handoff:
-    """A prefill replica's sequence travels to a decode replica through the link."""
+    """A prefill replica's sequence travels to a decode replica through the link: offered at
+    the instant of its first token, at `HANDOFF` priority; booked when the decode replica has
+    blocks and a seat; carried for `link.transfer_ms`; then released and joined."""
 
     def __init__(self, env: simpy.Environment, link: KvLink, cluster: PooledCluster) -> None:
         self.env = env
@@ -117,10 +120,17 @@ class Handoff:
 
     def __call__(self, source: PrefillReplica, seq: Seq, end: float) -> None:
         self.log.prefill_token_ms[seq.request.seq] = source.frontend.first_token_ms(end)
+        self.in_flight += 1
+        # Offered at this instant but after every iteration ending now (kernel.py, HANDOFF): the
+        # decode pool's picker, its router and the replica then see those iterations over, the
+        # same whether the decode replicas step or jump
+        self.env.call_later(0.0, HANDOFF, self._offer, (source, seq))
+
+    def _offer(self, handed: tuple[PrefillReplica, Seq]) -> None:
+        source, seq = handed
         pool = self.cluster.decode_pool(seq.request)
         # only a warm replica that is not draining takes a new transfer
         target = pool.router.choose(list(pool.group.serving), seq.request)
-        self.in_flight += 1
         target.offer(
             seq,
             lambda copy: self._start(source, target, pool, seq, copy),
