@@ -117,17 +117,27 @@ class Handoff:
         self.cluster = cluster
         self.log = TransferLog()
         self.in_flight = 0
+        self.pending: list[tuple[PrefillReplica, Seq]] = []  # handed off now, not yet offered
 
     def __call__(self, source: PrefillReplica, seq: Seq, end: float) -> None:
         self.log.prefill_token_ms[seq.request.seq] = source.frontend.first_token_ms(end)
         self.in_flight += 1
         # Offered at this instant but after every iteration ending now (kernel.py, HANDOFF): the
         # decode pool's picker, its router and the replica then see those iterations over, the
-        # same whether the decode replicas step or jump
-        self.env.call_later(0.0, HANDOFF, self._offer, (source, seq))
+        # same whether the decode replicas step or jump. The handoffs of one instant are offered
+        # together in request order: the order prefill replicas' iterations end in at one
+        # instant is SimPy's insertion order, which a decode replica's jump can change upstream.
+        if not self.pending:
+            self.env.call_later(0.0, HANDOFF, self._offer_pending, None)
+        self.pending.append((source, seq))
 
-    def _offer(self, handed: tuple[PrefillReplica, Seq]) -> None:
-        source, seq = handed
+    def _offer_pending(self, _: None) -> None:
+        pending, self.pending = self.pending, []
+        pending.sort(key=lambda handed: handed[1].request.seq)
+        for source, seq in pending:
+            self._offer(source, seq)
+
+    def _offer(self, source: PrefillReplica, seq: Seq) -> None:
         pool = self.cluster.decode_pool(seq.request)
         # only a warm replica that is not draining takes a new transfer
         target = pool.router.choose(list(pool.group.serving), seq.request)
