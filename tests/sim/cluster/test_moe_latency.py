@@ -142,6 +142,10 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (cluster("  moe_serving: {expert_compute_efficiency: 0}"), "expert_compute_efficiency"),
         (cluster("  moe_serving: {expert_memory_efficiency: 1.5}"), "expert_memory_efficiency"),
         (
+            cluster("  moe_serving: {expert_efficiency: 0.7, expert_compute_efficiency: 0.9}"),
+            "cluster.moe_serving.expert_efficiency: sets both shares",
+        ),
+        (
             "  service_model: continuous_batching\n  tp: 2\n  moe_serving: {ep: 2}",
             "has none",
         ),
@@ -213,10 +217,15 @@ def test_a_compute_bound_prefill_chunk_pays_the_compute_share_only() -> None:
 
 
 def test_expert_efficiency_sets_both_shares() -> None:
-    both = MoeServingSpec(
-        expert_efficiency=0.7, expert_compute_efficiency=0.2, expert_memory_efficiency=0.3
-    )
+    both = MoeServingSpec(expert_efficiency=0.7)
     assert (both.compute_share, both.memory_share) == (0.7, 0.7)
+    # a share written beside it would be ignored: refused instead
+    with pytest.raises(ValueError, match="expert_compute_efficiency"):
+        MoeServingSpec(expert_efficiency=0.7, expert_compute_efficiency=0.2)
+    with pytest.raises(ValueError, match="expert_memory_efficiency"):
+        MoeServingSpec(expert_efficiency=0.7, expert_memory_efficiency=0.3)
+    # a dump of a valid spec validates again (the shares at their defaults)
+    assert MoeServingSpec.model_validate(both.model_dump()) == both
     apart = MoeServingSpec(expert_compute_efficiency=0.2, expert_memory_efficiency=0.3)
     assert (apart.compute_share, apart.memory_share) == (0.2, 0.3)
 
