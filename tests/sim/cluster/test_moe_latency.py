@@ -13,6 +13,7 @@ from simsched.config import presets
 from simsched.config.hardware import ModelSpec, RooflineLatencyConfig
 from simsched.config.loading import load_scenario
 from simsched.config.moe_serving import MoeServingSpec
+from simsched.sim.cluster.latency import build_latency
 from simsched.sim.cluster.moe_latency import MoeRooflineLatency, alltoall_ms, distinct_experts
 from tests.sim.cluster.test_roofline_physics import ONE_REQUEST, write_scenario
 
@@ -85,6 +86,30 @@ def test_an_mla_decode_reads_or_computes_its_context_whichever_is_longer() -> No
     # attention TP8: every GPU reads all 8 copies of each latent, and reads dominate again
     tp8 = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec())
     assert tp8.decode_kv_ms == tp8.kv_ms == pytest.approx(8 * reads, rel=1e-12)
+
+
+def test_speculative_verification_multiplies_an_mla_decodes_attention_flops(
+    tmp_path: Path,
+) -> None:
+    # DEP8 with MTP 3: each sequence verifies 4 tokens, 4 queries against every cached latent.
+    # The reads stay one pass (61 x 576 BF16 values a token), the FLOPs are 4 times a query's
+    spec = (
+        "  moe_serving: {ep: 8, attention_dp: 8}\n"
+        "  speculative: {method: mtp, tokens: 3, acceptance: 0.7}"
+    )
+    config = load_scenario(write_scenario(tmp_path, cluster(spec), ONE_REQUEST)).cluster
+    latency = build_latency(config)
+    reads = 61 * 576 * 2 / (8 * 4800e6 * presets.H200_MEMORY)
+    flops = 61 * 2 * 128 * (2 * 512 + 64) / (8 * 989.5e9 * 0.351)
+    per_token = max(reads, 4 * flops)
+    no_context = latency.iteration_ms(0, 0, 0, 64, 0)
+    with_context = latency.iteration_ms(0, 0, 0, 64, 64_000)
+    assert with_context - no_context == pytest.approx(per_token * 64_000, rel=1e-9)
+    # the drafter's passes read no context: the same difference without speculation is 1 query
+    plain = build_latency(config.model_copy(update={"speculative": None}))
+    assert plain.iteration_ms(0, 0, 0, 64, 64_000) - plain.iteration_ms(
+        0, 0, 0, 64, 0
+    ) == pytest.approx(flops * 64_000, rel=1e-9)
 
 
 def test_a_gqa_decode_stays_read_bound() -> None:
