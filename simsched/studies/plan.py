@@ -49,6 +49,7 @@ from simsched.config.router import router_warning
 from simsched.config.scenario import Scenario
 from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
+from simsched.outputs.moe_notes import moe_notes
 from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicity_warnings
 from simsched.studies.fleet import Combo, FleetPlan, combinations, shown
 from simsched.studies.grid import relabel
@@ -134,6 +135,7 @@ def plan(
     check_choices(minimize, rule, seeds, jobs, label)
     check_uncertainty(tie_margin, model_error, resolved, label)
     notes += [note for note in [router_warning(resolved.cluster)] if note]
+    notes += moe_notes({chosen: resolved}, [chosen])  # an MoE or speculative model: its error
     check_over(over, knob, flag, seeds, label)
     values = knob_values(base, knob, range_, step, label, flag)
     check_plan_runs(combos, len(values), seeds, base.limits, label)
