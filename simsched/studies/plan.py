@@ -182,9 +182,10 @@ def plan(
         fleet.notes.append(f"prices per GPU-hour: {', '.join(prices.values())}")
     if provisioned:
         fleet.notes.append(
-            "autoscaled (cluster.autoscale): $/hour is the GPU-hours provisioned in one run at "
-            "the answer (the scenario's seed) over the run's hours, times the price; GPUs is the "
-            "count it starts with"
+            "autoscaled (cluster.autoscale, or a pool's autoscale): $/hour is the GPU-hours "
+            "provisioned in one run at the answer (the scenario's seed) over the run's hours, "
+            "times the price (on cluster.pools, each pool's at its own price); GPUs is the count "
+            "it starts with"
         )
     fleet.notes += runner_up_notes(fleet, tie_margin)
     fleet.choice = runner_up_document(fleet, tie_margin)

@@ -9,6 +9,7 @@ arriving on a fixed period, and the HPA formula of docs/autoscaling.md.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -232,7 +233,21 @@ def test_no_request_or_transfer_goes_to_a_cold_replica(layout, count, gap_ms, fa
         built = _guard_placements(patch)
         result = simulate(pd_scenario(layout, fast_forward, count, gap_ms))
     assert built  # the guarded cluster ran
-    assert (result.requests["status_code"] == 200).all()
+    frame = result.requests
+    assert (frame["status_code"] == 200).all()
+    # conservation with slots coming and going: a request placed on a prefill replica is
+    # transferred exactly once (each answers 30 tokens), one on a mixed replica never; every
+    # block comes back, on slots that went off too; no slot held more blocks than it had
+    (cluster,) = built
+    roles = [each.role for each in cluster.pools for _ in each.replicas]
+    prefilled = [seq for seq, slot in enumerate(frame["replica"]) if roles[int(slot)] == "prefill"]
+    assert Counter(cluster.transfers().seqs) == Counter(prefilled)
+    assert all(replica.kv.level == 0 for replica in cluster.replicas)
+    timeline = result.timeline
+    assert (timeline["kv_blocks_used"] <= timeline["kv_blocks_total"]).all()
+    # a slot that is off or warming runs nothing and holds nothing (at every sample)
+    cold = timeline[timeline["state"].isin(["off", "warming"])]
+    assert (cold[["running", "waiting", "kv_blocks_used"]] == 0).all().all()
 
 
 @pytest.mark.parametrize(
