@@ -72,8 +72,8 @@ from simsched.studies.quota_sizing import quota_tenant
 from simsched.studies.runners import LocalPool, connect_dask, run_on_client
 from simsched.studies.seed_fragility import one_seed_note
 from simsched.studies.uncertainty import (
-    CALIBRATION_MEDIAN_ERROR,
     check_uncertainty,
+    default_tie_margin,
     model_error_note,
     moved_efficiency,
     runner_up_document,
@@ -102,7 +102,7 @@ def plan(
     dask_address: str | None = None,
     on_probe: Callable[[Probe], None] | None = None,
     headroom: bool = True,
-    tie_margin: float = CALIBRATION_MEDIAN_ERROR,
+    tie_margin: float | None = None,
     model_error: float | None = None,
 ) -> FleetPlan:
     """Search `knob` over the range for the boundary of the SLOs, judged on `variant`, within
@@ -133,6 +133,8 @@ def plan(
         )
     parsed, notes = plan_slos(slos, resolved, label, quota_tenant(knob, resolved))
     check_choices(minimize, rule, seeds, jobs, label)
+    if tie_margin is None:  # the judged model's own calibration area
+        tie_margin = default_tie_margin(resolved)
     check_uncertainty(tie_margin, model_error, resolved, label)
     notes += [note for note in [router_warning(resolved.cluster)] if note]
     notes += moe_notes({chosen: resolved}, [chosen])  # an MoE or speculative model: its error
