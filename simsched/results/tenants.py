@@ -290,9 +290,10 @@ def tenant_frame(rows: list[dict[str, Any]], sessions: bool) -> pd.DataFrame:
     """The result's tenant rows as a frame; the turn columns only when some variant has
     sessions (other results' files stay as they were), their counts whole numbers with blanks
     for tenants that send no turns."""
+    if not sessions:  # the columns chosen at construction: a drop afterwards costs a copy
+        keys = dict.fromkeys(key for row in rows for key in row)  # every row's, first seen first
+        return pd.DataFrame(rows, columns=[key for key in keys if key not in SESSION_METRICS])
     frame = pd.DataFrame(rows)
-    if not sessions:
-        return frame.drop(columns=SESSION_METRICS)
     for column in SESSION_COUNTS:
         frame[column] = frame[column].astype("Int64")
     frame["turn_loss_rate"] = frame["turn_loss_rate"].astype("float64")
