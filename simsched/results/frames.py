@@ -171,7 +171,7 @@ def _served_only(ttft: np.ndarray, status: np.ndarray) -> np.ndarray:
     return np.where(status == STATUS_OK, ttft, np.nan)
 
 
-def _latencies(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _latencies(columns: dict[str, Any]) -> dict[str, np.ndarray]:
     """TPOT (mean time per output token after the first) and end-to-end latency."""
     after_first = columns["decode_tokens"] - 1
     decode_ms = columns["finish_ms"] - columns["first_token_ms"]
