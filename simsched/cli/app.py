@@ -111,10 +111,13 @@ def scenario(
 def validate(file: FileArg, set_: SetOption = None) -> None:
     """Check a scenario (and its trace) and describe it in a few lines."""
     from simsched.config.loading import load_scenario
+    from simsched.config.shadowing import refuse_shadowed_overrides
     from simsched.outputs.describe import describe_scenario
 
     with named_by(file):
-        typer.echo(describe_scenario(load_scenario(file, set_)))
+        loaded = load_scenario(file, set_)
+        refuse_shadowed_overrides(loaded, set_, None, str(file))  # as `scenario`, every variant
+        typer.echo(describe_scenario(loaded))
 
 
 @app.command()

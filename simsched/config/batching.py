@@ -344,13 +344,23 @@ class ContinuousBatchingConfig(BaseModel):
 
 def _exposed_needs_overlap(config: ContinuousBatchingConfig) -> None:
     """`overlap_exposed_ms` is part of the overlapped CPU time: with serial or multi-step CPU
-    time the whole CPU time is already charged, so the setting would do nothing. The value an
-    engine profile fills in is left out with an explicit other `cpu_time` (engines.py)."""
+    time the whole CPU time is already charged, and the linear model runs as given (no CPU
+    time applies to it, cpu_time.py), so the setting would do nothing. The value an engine
+    profile fills in is left out with an explicit other `cpu_time` (engines.py)."""
     written = "overlap_exposed_ms" in config.model_fields_set
-    if written and config.overlap_exposed_ms is not None and config.cpu_time != "overlap":
-        raise ValueError(
-            "overlap_exposed_ms is the part of an overlapped step the overlap cannot hide; "
-            f"cpu_time is {config.cpu_time or 'serial'}: set cpu_time: overlap or remove it"
+    if not written or config.overlap_exposed_ms is None:
+        return
+    if config.cpu_time != "overlap":
+        raise SubfieldError(
+            "overlap_exposed_ms",
+            "the part of an overlapped step the overlap cannot hide; cpu_time is "
+            f"{config.cpu_time or 'serial'}: set cpu_time: overlap or remove it",
+        )
+    if config.latency_model.kind != "roofline":
+        raise SubfieldError(
+            "overlap_exposed_ms",
+            f"the {config.latency_model.kind} latency model runs as given, with no CPU time "
+            "to overlap: use the roofline or remove it",
         )
 
 

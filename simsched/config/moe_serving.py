@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from simsched.config.model_presets import dtype_bytes
 from simsched.config.moe import MlaSpec, attention_of
+from simsched.config.spec_base import SubfieldError
 
 Small = Annotated[int, Field(gt=0, le=2**20)]
 Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
@@ -42,8 +43,25 @@ class MoeServingSpec(BaseModel):
     # Fitted on the TensorRT-LLM MoE cases (calibration/moe_experts.yaml)
     expert_compute_efficiency: Share = EXPERT_COMPUTE_EFFICIENCY
     expert_memory_efficiency: Share = EXPERT_MEMORY_EFFICIENCY
-    # both shares at once (the single share of earlier versions); wins over the two above
+    # both shares at once (the single share of earlier versions); a share written beside it
+    # (other than its default, which a re-validated dump carries) would be ignored: refused
     expert_efficiency: Share | None = None
+
+    @model_validator(mode="after")
+    def _one_way_to_set_a_share(self) -> MoeServingSpec:
+        if self.expert_efficiency is None:
+            return self
+        defaults = {
+            "expert_compute_efficiency": EXPERT_COMPUTE_EFFICIENCY,
+            "expert_memory_efficiency": EXPERT_MEMORY_EFFICIENCY,
+        }
+        for name, default in defaults.items():
+            if getattr(self, name) != default:
+                raise SubfieldError(
+                    "expert_efficiency",
+                    f"sets both shares; {name} is given too: give one of them",
+                )
+        return self
 
     @property
     def compute_share(self) -> float:

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -42,16 +43,24 @@ def jain_index(values: np.ndarray, weights: np.ndarray | None = None) -> float:
 
 def fairness_summary(frame: pd.DataFrame, weights: dict[str, float]) -> dict[str, float | None]:
     """Two Jain indices, named for what they count, and the backlogged service gap."""
+    tenant_ids = frame["tenant_id"].to_numpy()
+    service = frame["service_tokens"].to_numpy()
     ok = admitted(frame)
-    served = frame.loc[ok].groupby("tenant_id")["service_tokens"].sum()
-    demand = frame.groupby("tenant_id")["service_tokens"].sum()
-    asked = [t for t in frame["tenant_id"].unique() if demand[t] > 0]
-    normalised = np.array([served.get(t, 0) / weights[t] for t in asked], dtype=np.float64)
-    met = np.array([served.get(t, 0) / demand[t] for t in asked], dtype=np.float64)
+    # Per-tenant sums on arrays, not a pandas groupby per call (the fixed cost of a small run):
+    # service tokens are integers, so the sums are exact in any order.
+    asked, normalised, met = [], [], []
+    for tenant in pd.unique(tenant_ids):  # first appearance, as `frame["tenant_id"].unique()`
+        mine = tenant_ids == tenant
+        demand = service[mine].sum()
+        if demand > 0:
+            served = service[mine & ok].sum()
+            asked.append(tenant)
+            normalised.append(served / weights[tenant])
+            met.append(served / demand)
     tenant_weights = np.array([weights[t] for t in asked], dtype=np.float64)
     return {
-        "jain_index_admitted": _rounded(jain_index(normalised)),
-        "jain_index_demand": _rounded(jain_index(met, tenant_weights)),
+        "jain_index_admitted": _rounded(jain_index(np.array(normalised, dtype=np.float64))),
+        "jain_index_demand": _rounded(jain_index(np.array(met, dtype=np.float64), tenant_weights)),
         "max_backlogged_service_gap": round(max_backlogged_gap(frame, weights), 2),
     }
 
@@ -61,11 +70,41 @@ def _rounded(value: float) -> float | None:
     return None if np.isnan(value) else round(value, 4)
 
 
+@dataclass(frozen=True)
+class QueuedArrays:
+    """The requests that entered a queue, as arrays (one frame filter, not one per tenant)."""
+
+    tenant_id: np.ndarray
+    arrival_ms: np.ndarray  # float64
+    left_ms: np.ndarray  # when it left the queue: dispatch, or a shed at the dispatch gate
+    service_tokens: np.ndarray
+    served: np.ndarray  # admitted
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> QueuedArrays:
+        arrival = frame["arrival_ms"].to_numpy(dtype=np.float64)
+        wait = frame["queue_wait_ms"].to_numpy(dtype=np.float64)
+        dispatch = frame["dispatch_ms"].to_numpy(dtype=np.float64)
+        left = np.where(np.isnan(dispatch), arrival + wait, dispatch)
+        ok = admitted(frame)
+        entered = ok | (wait > 0)
+        return cls(
+            tenant_id=frame["tenant_id"].to_numpy()[entered],
+            arrival_ms=arrival[entered],
+            left_ms=left[entered],
+            service_tokens=frame["service_tokens"].to_numpy()[entered],
+            served=ok[entered],
+        )
+
+
 def max_backlogged_gap(frame: pd.DataFrame, weights: dict[str, float]) -> float:
-    queued = queued_rows(frame)
-    tenants = [t for t in weights if (queued["tenant_id"] == t).any()]
-    spans = {t: backlog_periods(queued[queued["tenant_id"] == t]) for t in tenants}
-    events = {t: _service_events(queued[queued["tenant_id"] == t], weights[t]) for t in tenants}
+    queued = QueuedArrays.of(frame)
+    masks = {t: queued.tenant_id == t for t in weights}
+    tenants = [t for t in weights if masks[t].any()]
+    spans = {
+        t: merged_spans(queued.arrival_ms[masks[t]], queued.left_ms[masks[t]]) for t in tenants
+    }
+    events = {t: _service_events(queued, masks[t], weights[t]) for t in tenants}
     gaps = [
         _pair_gap(spans[a], spans[b], events[a], events[b])
         for a, b in itertools.combinations(tenants, 2)
@@ -83,19 +122,24 @@ def queued_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 def backlog_periods(rows: pd.DataFrame) -> np.ndarray:
     """Disjoint [start, end] intervals during which the tenant had something queued."""
-    spans = rows[["arrival_ms", "left_ms"]].to_numpy()
-    if not len(spans):
-        return spans.reshape(-1, 2)
-    spans = spans[np.argsort(spans[:, 0], kind="stable")]
-    starts, ends = spans[:, 0], spans[:, 1]
+    spans = rows[["arrival_ms", "left_ms"]].to_numpy(dtype=np.float64)
+    return merged_spans(spans[:, 0], spans[:, 1])
+
+
+def merged_spans(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Disjoint [start, end] intervals covering the intervals [starts[i], ends[i]]."""
+    if not len(starts):
+        return np.empty((0, 2), dtype=np.float64)
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
     reach = np.maximum.accumulate(ends)  # the furthest end so far
     opens = np.flatnonzero(np.r_[True, starts[1:] > reach[:-1]])  # a gap before this start
     return np.column_stack([starts[opens], np.maximum.reduceat(ends, opens)])
 
 
-def _service_events(rows: pd.DataFrame, weight: float) -> np.ndarray:
-    served = rows[admitted(rows)]
-    events = np.column_stack([served["left_ms"], served["service_tokens"] / weight])
+def _service_events(queued: QueuedArrays, mine: np.ndarray, weight: float) -> np.ndarray:
+    served = mine & queued.served
+    events = np.column_stack([queued.left_ms[served], queued.service_tokens[served] / weight])
     return events[np.argsort(events[:, 0], kind="stable")] if len(events) else events
 
 
@@ -110,10 +154,15 @@ def _pair_gap(spans_a, spans_b, events_a, events_b) -> float:
     inside = (period >= 0) & (times <= periods[np.maximum(period, 0), 1])
     if not inside.any():
         return 0.0
-    groups = pd.Series(signed[inside]).groupby(period[inside])
-    running = groups.cumsum().groupby(period[inside])
-    # The running difference starts at 0 at the start of each period.
-    return float((running.max().clip(lower=0) - running.min().clip(upper=0)).max())
+    period, signed = period[inside], signed[inside]
+    # The running difference starts at 0 at the start of each period. pandas' grouped cumsum
+    # (compensated summation, so not np.cumsum's floats); the events are in time order, so each
+    # period's are one run and its extremes are one reduceat.
+    running = pd.Series(signed).groupby(period).cumsum().to_numpy()
+    runs = np.flatnonzero(np.r_[True, period[1:] != period[:-1]])
+    highs, lows = np.maximum.reduceat(running, runs), np.minimum.reduceat(running, runs)
+    # as Series.clip(lower=0) and clip(upper=0): a -0.0 stays -0.0
+    return float((np.where(highs >= 0, highs, 0.0) - np.where(lows <= 0, lows, 0.0)).max())
 
 
 def _intersect(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -129,33 +129,32 @@ def variant_frame(
     def column(values: list, dtype=np.float64) -> np.ndarray:
         return np.asarray(values, dtype=dtype)[seq]
 
-    frame = pd.DataFrame(
-        {
-            "variant": variant,
-            "request_id": table.request_id[seq],
-            "tenant_id": tenant_ids[table.tenant[seq]],
-            "priority_class": np.array(CLASS_NAMES, dtype=object)[table.lane[seq]],
-            "status_code": column(recorder.status_code, np.int64),
-            "reason": column(recorder.reason, object),
-            "service_tokens": service_tokens[seq],
-            "prefill_tokens": table.prefill_tokens[seq],
-            "decode_tokens": table.decode_tokens[seq],
-            "kv_blocks": kv_blocks[seq],
-            "arrival_ms": table.arrival_ms[seq],
-            "dispatch_ms": column(recorder.dispatch_ms),
-            "ttft_ms": _served_only(decisions["ttft_ms"][seq], column(recorder.status_code)),
-            "queue_wait_ms": decisions["queue_wait_ms"][seq],
-            "kv_occupancy_ratio": decisions["kv_occupancy_ratio"][seq],
-            "first_token_ms": column(recorder.first_token_ms),
-            "finish_ms": column(recorder.finish_ms),
-            "preemptions": column(recorder.preemptions, np.int64),
-            "replica": column(recorder.replica, np.int64),
-            "cached_tokens": column(recorder.cached_tokens, np.int64),
-            "preempted_cached_tokens": column(recorder.preempted_cached_tokens, np.int64),
-            "_seq": seq,
-        }
-    )
-    return _add_latencies(frame)
+    columns = {
+        "variant": variant,
+        "request_id": table.request_id[seq],
+        "tenant_id": tenant_ids[table.tenant[seq]],
+        "priority_class": np.array(CLASS_NAMES, dtype=object)[table.lane[seq]],
+        "status_code": column(recorder.status_code, np.int64),
+        "reason": column(recorder.reason, object),
+        "service_tokens": service_tokens[seq],
+        "prefill_tokens": table.prefill_tokens[seq],
+        "decode_tokens": table.decode_tokens[seq],
+        "kv_blocks": kv_blocks[seq],
+        "arrival_ms": table.arrival_ms[seq],
+        "dispatch_ms": column(recorder.dispatch_ms),
+        "ttft_ms": _served_only(decisions["ttft_ms"][seq], column(recorder.status_code)),
+        "queue_wait_ms": decisions["queue_wait_ms"][seq],
+        "kv_occupancy_ratio": decisions["kv_occupancy_ratio"][seq],
+        "first_token_ms": column(recorder.first_token_ms),
+        "finish_ms": column(recorder.finish_ms),
+        "preemptions": column(recorder.preemptions, np.int64),
+        "replica": column(recorder.replica, np.int64),
+        "cached_tokens": column(recorder.cached_tokens, np.int64),
+        "preempted_cached_tokens": column(recorder.preempted_cached_tokens, np.int64),
+        "_seq": seq,
+    }
+    # in the constructor, not set on the built frame: a column set afterwards costs a copy
+    return pd.DataFrame(columns | _latencies(columns))
 
 
 def variant_facts(frame: pd.DataFrame, lanes: np.ndarray, per_token_timing: bool) -> VariantFacts:
@@ -172,15 +171,14 @@ def _served_only(ttft: np.ndarray, status: np.ndarray) -> np.ndarray:
     return np.where(status == STATUS_OK, ttft, np.nan)
 
 
-def _add_latencies(frame: pd.DataFrame) -> pd.DataFrame:
+def _latencies(columns: dict[str, Any]) -> dict[str, np.ndarray]:
     """TPOT (mean time per output token after the first) and end-to-end latency."""
-    after_first = frame["decode_tokens"].to_numpy() - 1
-    decode_ms = frame["finish_ms"].to_numpy() - frame["first_token_ms"].to_numpy()
+    after_first = columns["decode_tokens"] - 1
+    decode_ms = columns["finish_ms"] - columns["first_token_ms"]
     with np.errstate(divide="ignore", invalid="ignore"):
         tpot = np.where(after_first > 0, decode_ms / np.maximum(after_first, 1), np.nan)
-    frame["tpot_ms"] = np.round(tpot, 3)
-    frame["e2e_ms"] = np.round(frame["finish_ms"].to_numpy() - frame["arrival_ms"].to_numpy(), 2)
-    return frame
+    e2e = np.round(columns["finish_ms"] - columns["arrival_ms"], 2)
+    return {"tpot_ms": np.round(tpot, 3), "e2e_ms": e2e}
 
 
 def admitted(rows: pd.DataFrame) -> np.ndarray:

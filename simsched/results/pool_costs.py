@@ -37,11 +37,11 @@ def add_pool_costs(
     specs: Sequence[Any],
     usages: Sequence[Any],
     frame: pd.DataFrame,
-    groups: Sequence[Any] | None = None,
+    groups: Sequence[Any],
 ) -> dict[str, Any]:
     """The utilisation block's `pools` entries gain their cost figures; `fleet` the totals.
     `groups`: each pool's replica group (replica_group.py), for the spans an autoscaled pool
-    was provisioned; None or a fixed group: the whole window."""
+    was provisioned; a fixed group: the whole window."""
     start = float(frame["arrival_ms"].min()) if len(frame) else 0.0
     end = max([start, *(u.last_end_ms for u in usages)])
     window = end - start
@@ -52,8 +52,8 @@ def add_pool_costs(
         slots = replica_slots(spec)
         mine = usages[first : first + slots]
         first += slots
-        group = None if groups is None else groups[index]
-        if group is not None and group.states() is not None:  # autoscaled: its spans
+        group = groups[index]
+        if group.states() is not None:  # autoscaled: its spans
             up_ms = provisioned_ms(group.spans(), start, end)
             figures = autoscaled_pool_cost(spec, mine, up_ms)
             replica_ms += up_ms

@@ -4,9 +4,10 @@ Per pool, the figures `results.provisioned` gives a single pool, over the same w
 arrival to the end of the last iteration on any replica of any pool), each from that pool's own
 spans and replica slots: GPU-hours (the integral of its provisioned replica count x tp), cost at
 its GPU's price, busy share, KV held share, mean replicas, the replica counts at each change
-(`replicas_over_time`), the request rate each count met (arrivals at the gateway: in P/D every
-request passes through both pools), its warm-up (null for a fixed pool) and the TTFT misses of
-requests that arrived while one of its replicas warmed. `total` sums GPU-hours and cost (null
+(`replicas_over_time`), the request rate each count met (arrivals of the tenants that may use
+the pool, `config/pool_eligibility.py`: in P/D a request counts in its prefill and its decode
+pools), its warm-up (null for a fixed pool) and the TTFT misses of those tenants' requests that
+arrived while one of its replicas warmed. `total` sums GPU-hours and cost (null
 when a pool has no price) and weighs busy share by provisioned replica time:
 
     total.busy_share = sum of busy time over every pool / sum of provisioned replica time
@@ -19,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.config.pool_eligibility import tenants_of_pool
 from simsched.config.prices import gpu_price
 from simsched.results.pool_costs import provisioned_ms
 from simsched.results.provisioned import (
@@ -76,7 +78,10 @@ def _pool_block(
     pool["cost_usd"] = None if price is None else round(pool["gpu_hours"] * price, DIGITS)
     pool["warmup_s"] = _warmup_s(spec)
     pool["replicas_over_time"] = _steps(group, start, end)
-    pool["request_rate_per_s"] = _rates(frame, pool["replicas_over_time"], end)
+    # the load a pool met is its own tenants' (a pinned flood elsewhere is not this pool's)
+    tenants = tenants_of_pool(scenario.tenants, scenario.cluster.pools, spec.name)
+    mine = frame[frame["tenant_id"].isin(tenants)]
+    pool["request_rate_per_s"] = _rates(mine, pool["replicas_over_time"], end)
     warming = _warming_windows(group.events())
-    pool["ttft_misses_while_warming"] = _misses_while(frame, scenario.slo, warming)
+    pool["ttft_misses_while_warming"] = _misses_while(mine, scenario.slo, warming)
     return pool

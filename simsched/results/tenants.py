@@ -25,7 +25,7 @@ from simsched.results.chargeback import COLUMNS as CHARGEBACK_COLUMNS
 from simsched.results.flow_shed import with_flow_shed_columns
 from simsched.results.frames import SimulationResult, admitted
 from simsched.results.percentiles import nearest_rank
-from simsched.sim.recorder import SHED_REASONS
+from simsched.sim.recorder import SHED_REASONS, STATUS_OK
 from simsched.workload.build import tenant_rng
 from simsched.workload.session_plans import planned_turns
 
@@ -46,18 +46,19 @@ def tenant_metric_rows(
     admitted_tokens = _admitted_tokens(frame)
     total_weight = sum(t.weight for t in scenario.tenants)
     tenant_ids = frame["tenant_id"].to_numpy()
+    columns = row_columns(frame)
     rows = []
     for tenant in scenario.tenants:
         mine = tenant_ids == tenant.id
-        row = _row(variant, tenant.id, frame[mine], good[mine], span_s)
+        row = _row(variant, tenant.id, _part(columns, mine), good[mine], span_s)
         row |= {"priority": tenant.priority, "weight": tenant.weight}
         row["service_share"] = _share(row["admitted_service_tokens"], admitted_tokens)
         row["weight_share"] = _share(tenant.weight, total_weight)
         row["slo_met"] = _slo_met(row, tenant.priority, scenario.slo)
-        row |= turn_metrics(frame[mine], planned, [tenant.id])
+        row |= _tenant_turns(frame, mine, planned, tenant.id)
         rows.append(row)
     if include_all:
-        overall = _row(variant, ALL, frame, good, span_s)
+        overall = _row(variant, ALL, columns, good, span_s)
         overall |= turn_metrics(frame, planned, scenario.tenant_ids())
         overall |= {"priority": "", "weight": total_weight, "service_share": 1.0}
         overall |= {"weight_share": 1.0, "slo_met": all(r["slo_met"] for r in rows)}
@@ -76,25 +77,55 @@ def good_requests(frame: pd.DataFrame, slo) -> np.ndarray:
     return good & (np.isnan(tpot) | (tpot <= tpot_limit))  # one-token answers have no TPOT
 
 
-def _row(variant: str, tenant: str, part: pd.DataFrame, good: np.ndarray, span_s: float) -> dict:
-    ok = admitted(part)
-    reasons = part["reason"].to_numpy()
-    row: dict[str, Any] = {"variant": variant, "tenant_id": tenant, "submitted": len(part)}
+# The columns a tenant row reads, as arrays: a row filters these, not the whole frame (a
+# DataFrame filter per tenant was most of a small run's per-tenant cost).
+ROW_COLUMNS = (
+    "status_code",
+    "reason",
+    "service_tokens",
+    "decode_tokens",
+    *LATENCIES,
+    "kv_occupancy_ratio",
+)
+Columns = dict[str, np.ndarray]
+
+
+def row_columns(frame: pd.DataFrame) -> Columns:
+    return {column: frame[column].to_numpy() for column in ROW_COLUMNS}
+
+
+def _part(columns: Columns, mask: np.ndarray) -> Columns:
+    return {column: values[mask] for column, values in columns.items()}
+
+
+def _tenant_turns(
+    frame: pd.DataFrame, mine: np.ndarray, planned: dict[str, np.ndarray], tenant: str
+) -> dict[str, Any]:
+    if tenant not in planned:  # sends no turns: no need to filter the frame
+        return dict.fromkeys(SESSION_METRICS)
+    return turn_metrics(frame[mine], planned, [tenant])
+
+
+def _row(variant: str, tenant: str, part: Columns, good: np.ndarray, span_s: float) -> dict:
+    submitted = len(part["status_code"])
+    ok = part["status_code"] == STATUS_OK
+    reasons = part["reason"]
+    row: dict[str, Any] = {"variant": variant, "tenant_id": tenant, "submitted": submitted}
     row |= {"admitted": int(ok.sum()), "shed": int((~ok).sum())}
     row |= {reason: int((reasons == reason).sum()) for reason in SHED_REASONS}
-    row["shed_rate"] = round(row["shed"] / len(part), 6) if len(part) else 0.0
-    row["admitted_service_tokens"] = int(part["service_tokens"].to_numpy()[ok].sum())
-    output_tokens = int(part["decode_tokens"].to_numpy()[ok].sum())
+    row["shed_rate"] = round(row["shed"] / submitted, 6) if submitted else 0.0
+    row["admitted_service_tokens"] = int(part["service_tokens"][ok].sum())
+    output_tokens = int(part["decode_tokens"][ok].sum())
     row["output_tokens_per_s"] = round(output_tokens / span_s, 3) if span_s > 0 else 0.0
     row["goodput_rps"] = round(int(good.sum()) / span_s, 4) if span_s > 0 else 0.0
-    row["slo_attainment"] = round(float(good.mean()), 6) if len(part) else 1.0
+    row["slo_attainment"] = round(float(good.mean()), 6) if submitted else 1.0
     for column in LATENCIES:
-        values = part[column].to_numpy(dtype=np.float64)[ok]
+        values = part[column].astype(np.float64)[ok]
         values = values[~np.isnan(values)]
         for p in PERCENTILES:
             # no admitted request, no value: NaN never meets an SLO (0.0 would always)
             row[f"p{p}_{column}"] = nearest_rank(values, p, digits=2)
-    kv = part["kv_occupancy_ratio"].to_numpy()
+    kv = part["kv_occupancy_ratio"]
     # the reference's figure: occupancy as each decision computed it (not blocks held)
     row["peak_dispatch_kv_occupancy_ratio"] = round(float(np.nanmax(kv)), 4) if len(kv) else 0.0
     return row
@@ -230,12 +261,13 @@ def class_metric_rows(result: SimulationResult) -> list[dict[str, Any]]:
         admitted_tokens = _admitted_tokens(frame)
         total_weight = sum(t.weight for t in scenario.tenants)
         classes = frame["priority_class"].to_numpy()
+        columns = row_columns(frame)
         planned = planned_turns(scenario, tenant_rng)
         for name in CLASS_NAMES:
             mine = classes == name
             if not mine.any():
                 continue
-            row = _row(str(variant), name, frame[mine], good[mine], span_s)
+            row = _row(str(variant), name, _part(columns, mine), good[mine], span_s)
             weight = sum(t.weight for t in scenario.tenants if t.priority == name)
             row |= {"priority": name, "weight": weight}
             row["service_share"] = _share(row["admitted_service_tokens"], admitted_tokens)
@@ -258,9 +290,10 @@ def tenant_frame(rows: list[dict[str, Any]], sessions: bool) -> pd.DataFrame:
     """The result's tenant rows as a frame; the turn columns only when some variant has
     sessions (other results' files stay as they were), their counts whole numbers with blanks
     for tenants that send no turns."""
+    if not sessions:  # the columns chosen at construction: a drop afterwards costs a copy
+        keys = dict.fromkeys(key for row in rows for key in row)  # every row's, first seen first
+        return pd.DataFrame(rows, columns=[key for key in keys if key not in SESSION_METRICS])
     frame = pd.DataFrame(rows)
-    if not sessions:
-        return frame.drop(columns=SESSION_METRICS)
     for column in SESSION_COUNTS:
         frame[column] = frame[column].astype("Int64")
     frame["turn_loss_rate"] = frame["turn_loss_rate"].astype("float64")

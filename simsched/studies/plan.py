@@ -49,6 +49,7 @@ from simsched.config.router import router_warning
 from simsched.config.scenario import Scenario
 from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
+from simsched.outputs.moe_notes import moe_notes
 from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicity_warnings
 from simsched.studies.fleet import Combo, FleetPlan, combinations, shown
 from simsched.studies.grid import relabel
@@ -71,8 +72,8 @@ from simsched.studies.quota_sizing import quota_tenant
 from simsched.studies.runners import LocalPool, connect_dask, run_on_client
 from simsched.studies.seed_fragility import one_seed_note
 from simsched.studies.uncertainty import (
-    CALIBRATION_MEDIAN_ERROR,
     check_uncertainty,
+    default_tie_margin,
     model_error_note,
     moved_efficiency,
     runner_up_document,
@@ -101,7 +102,7 @@ def plan(
     dask_address: str | None = None,
     on_probe: Callable[[Probe], None] | None = None,
     headroom: bool = True,
-    tie_margin: float = CALIBRATION_MEDIAN_ERROR,
+    tie_margin: float | None = None,
     model_error: float | None = None,
 ) -> FleetPlan:
     """Search `knob` over the range for the boundary of the SLOs, judged on `variant`, within
@@ -132,8 +133,11 @@ def plan(
         )
     parsed, notes = plan_slos(slos, resolved, label, quota_tenant(knob, resolved))
     check_choices(minimize, rule, seeds, jobs, label)
+    if tie_margin is None:  # the judged model's own calibration area
+        tie_margin = default_tie_margin(resolved)
     check_uncertainty(tie_margin, model_error, resolved, label)
     notes += [note for note in [router_warning(resolved.cluster)] if note]
+    notes += moe_notes({chosen: resolved}, [chosen])  # an MoE or speculative model: its error
     check_over(over, knob, flag, seeds, label)
     values = knob_values(base, knob, range_, step, label, flag)
     check_plan_runs(combos, len(values), seeds, base.limits, label)
@@ -180,9 +184,10 @@ def plan(
         fleet.notes.append(f"prices per GPU-hour: {', '.join(prices.values())}")
     if provisioned:
         fleet.notes.append(
-            "autoscaled (cluster.autoscale): $/hour is the GPU-hours provisioned in one run at "
-            "the answer (the scenario's seed) over the run's hours, times the price; GPUs is the "
-            "count it starts with"
+            "autoscaled (cluster.autoscale, or a pool's autoscale): $/hour is the GPU-hours "
+            "provisioned in one run at the answer (the scenario's seed) over the run's hours, "
+            "times the price (on cluster.pools, each pool's at its own price); GPUs is the count "
+            "it starts with"
         )
     fleet.notes += runner_up_notes(fleet, tie_margin)
     fleet.choice = runner_up_document(fleet, tie_margin)

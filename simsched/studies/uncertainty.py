@@ -13,12 +13,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from simsched.errors import InputError
+from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE
 from simsched.studies.bisection import PlanResult
 from simsched.studies.fleet import FleetPlan, shown
 from simsched.studies.plan_numbers import share_text
 
 CALIBRATION_MEDIAN_ERROR = 0.058
 MARGIN_SOURCE = "the calibration's median absolute error, docs/continuous_batching.md, Fidelity"
+# An MoE or speculative model is checked against its own calibration area, whose median error is
+# larger: its near-ties are judged at that area's error (the larger where both apply).
+AREA_MARGINS = {
+    CALIBRATION_MEDIAN_ERROR: MARGIN_SOURCE,
+    MOE_MEDIAN_SHARE: "the MoE cases' median absolute error, docs/continuous_batching.md, Fidelity",
+    SPEC_MEDIAN_SHARE: "the speculative-decoding cases' median absolute error, "
+    "docs/continuous_batching.md, Fidelity",
+}
+
+
+def default_tie_margin(resolved: Any) -> float:
+    """The median error of the calibration area the judged variant's model falls in."""
+    cluster = resolved.cluster
+    margins = [CALIBRATION_MEDIAN_ERROR]
+    if getattr(getattr(cluster, "model", None), "moe", None) is not None:
+        margins.append(MOE_MEDIAN_SHARE)
+    if getattr(cluster, "speculative", None) is not None:
+        margins.append(SPEC_MEDIAN_SHARE)
+    return max(margins)
 
 
 def option(fleet: FleetPlan, plan: PlanResult) -> str:
@@ -92,7 +112,7 @@ def runner_up_notes(fleet: FleetPlan, margin: float) -> list[str]:
 
 
 def _source(margin: float) -> str:
-    return MARGIN_SOURCE if margin == CALIBRATION_MEDIAN_ERROR else "--tie-margin"
+    return AREA_MARGINS.get(margin, "--tie-margin")
 
 
 @dataclass(frozen=True)

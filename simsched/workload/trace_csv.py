@@ -110,11 +110,14 @@ def _check_columns(frame: pd.DataFrame, label: str) -> None:
 def _blank_rows(frame: pd.DataFrame) -> np.ndarray:
     blank = np.ones(len(frame), dtype=bool)
     for name in frame.columns:
+        if not blank.any():  # a row is blank only if every cell is: no column can bring it back
+            break
         column = frame[name]
-        empty = column.isna()
+        empty = column.isna().to_numpy()
         if name in TEXT_COLUMNS or column.dtype == object:
-            empty |= column.astype(str) == ""
-        blank &= empty.to_numpy()
+            # an empty string; as `astype(str) == ""` (only "" reads as ""), without the copy
+            empty = empty | (column.to_numpy(dtype=object) == "")
+        blank &= empty
     return blank
 
 

@@ -281,6 +281,11 @@ CASES = {
         ("unknown key",),
         args=("--set", "variants[0].set={cluster.nope: 1}"),
     ),
+    "--set a variant undoes": Case(  # validate checks what scenario would run: every variant
+        "x.yaml: --set scheduler.policy=wfq: variant 'request_count_no_admission' sets "
+        "scheduler.policy itself, so --set would not change it there",
+        args=("--set", "scheduler.policy=wfq"),
+    ),
     # --variant
     "--variant names no variant": Case(
         "x.yaml: --variant: no variant 'ghost' (known: request_count_no_admission, ",

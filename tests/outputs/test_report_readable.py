@@ -309,6 +309,16 @@ def test_autoscaling_figures_have_one_legend_clear_of_the_panels(
     ]  # fmt: skip
     box = legend.get_window_extent(renderer)
     assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes)
+    # a fixed pool's provisioned and serving counts are equal: the serving line must not hide
+    # the provisioned one (same colour, drawn narrower on top of a wider pale band)
+    for ax in fig.axes:
+        steps = {line.get_label(): line for line in ax.get_lines()}
+        if "replicas serving" not in steps:
+            continue  # the request-rate axis
+        provisioned, serving = steps["replicas provisioned"], steps["replicas serving"]
+        assert provisioned.get_color() == serving.get_color()
+        assert provisioned.get_linewidth() > 2 * serving.get_linewidth()
+        assert (provisioned.get_alpha() or 1.0) < 1.0
     kv = figures["kv_occupancy.png"]
     check_figure("kv_occupancy.png", kv)
     for ax in kv.axes:  # four replicas in the fixed pool: the cluster line and one for them all

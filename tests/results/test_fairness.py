@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pandas as pd
 import pytest
@@ -90,3 +91,63 @@ def test_nothing_admitted_has_no_fairness_figure() -> None:
     summary = fairness_summary(frame(rows), {"a": 1.0, "b": 1.0})
     assert summary["jain_index_admitted"] is None
     assert summary["jain_index_demand"] is None
+
+
+# --- the gap against a brute force over every run of service events ------------------------
+
+
+def _brute_gap(rows: list[tuple], weights: dict[str, float]) -> float:
+    """The definition spelled out: over each interval both tenants are backlogged, the largest
+    |a's weighted service - b's| over any run of consecutive service events in it."""
+    queued = [r for r in rows if r[4] == 200 or r[5] > 0]  # admitted, or waited before a shed
+    left = {id(r): r[1] + r[5] if r[2] is None else r[2] for r in queued}
+
+    def merged(tenant: str) -> list[list[float]]:
+        spans: list[list[float]] = []
+        for r in sorted((r for r in queued if r[0] == tenant), key=lambda r: r[1]):
+            if spans and r[1] <= spans[-1][1]:  # touching or overlapping: one backlog
+                spans[-1][1] = max(spans[-1][1], left[id(r)])
+            else:
+                spans.append([r[1], left[id(r)]])
+        return spans
+
+    def events(tenant: str, sign: float) -> list[tuple[float, float]]:
+        served = [r for r in queued if r[0] == tenant and r[4] == 200]
+        # by time, equal times in row order (the order the requests are listed in)
+        return sorted(((left[id(r)], sign * r[3] / weights[tenant]) for r in served), key=at)
+
+    def at(event: tuple[float, float]) -> float:
+        return event[0]
+
+    best = 0.0
+    tenants = [t for t in weights if any(r[0] == t for r in queued)]
+    for i, a in enumerate(tenants):
+        for b in tenants[i + 1 :]:
+            both = [
+                (max(s1, s2), min(e1, e2))
+                for s1, e1 in merged(a)
+                for s2, e2 in merged(b)
+                if max(s1, s2) < min(e1, e2)
+            ]
+            timed = sorted(events(a, 1.0) + events(b, -1.0), key=at)
+            for start, end in both:
+                values = [v for t, v in timed if start <= t <= end]
+                for first in range(len(values)):
+                    for last in range(first, len(values)):
+                        best = max(best, abs(sum(values[first : last + 1])))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_gap_matches_the_brute_force(seed: int) -> None:
+    rng = random.Random(seed)
+    weights = {"a": rng.choice([1.0, 1.5, 3.0]), "b": rng.choice([0.5, 1.0, 2.0]), "c": 1.0}
+    rows = []
+    for _ in range(rng.randint(2, 14)):
+        arrival = rng.randint(0, 60)
+        wait = rng.choice([0.0, float(rng.randint(1, 30))])
+        status = 200 if rng.random() < 0.8 else 429
+        dispatch = arrival + wait if status == 200 else None
+        rows.append((rng.choice("abc"), arrival, dispatch, rng.randint(1, 500), status, wait))
+    expected = _brute_gap(rows, weights)
+    assert max_backlogged_gap(frame(rows), weights) == pytest.approx(expected, abs=1e-9)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import simsched
+from simsched.results.summaries import kv_use_per_instant
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -48,3 +50,22 @@ def test_the_token_server_overcommitted_reads_at_most_1_and_says_so() -> None:
     assert 0 < capacity["mean_kv_utilisation"] <= 1.0
     fine = run("noisy_neighbor.yaml", [], name).capacity[name]
     assert fine["kv_over_capacity"] is False and fine["peak_kv_held_ratio"] < 1
+
+
+def test_kv_use_per_instant_sums_replicas_capped_at_their_capacity() -> None:
+    # two replicas of 10 blocks sampled at two instants, given out of time order; the second
+    # replica's 12 blocks at t=0 count as its 10 (what it holds at most)
+    timeline = pd.DataFrame(
+        {
+            "time_ms": [1.0, 0.0, 1.0, 0.0],
+            "replica": [0, 0, 1, 1],
+            "kv_blocks_used": [0, 5, 4, 12],
+            "kv_blocks_total": [10, 10, 10, 10],
+        }
+    )
+    assert kv_use_per_instant(timeline).tolist() == [(5 + 10) / 20, (0 + 4) / 20]
+
+
+def test_kv_use_of_no_samples_is_empty() -> None:
+    columns = ["time_ms", "kv_blocks_used", "kv_blocks_total"]
+    assert len(kv_use_per_instant(pd.DataFrame(columns=columns))) == 0

@@ -139,3 +139,25 @@ def test_plan_probes_as_a_frame() -> None:
     one = fleet.plans[1].to_frame()  # one combination's own frame
     assert list(one["cluster.gpu"]) == ["h100-80gb", "h100-80gb"]
     assert not math.isnan(one[f"{TTFT}.margin"].iloc[1])
+
+
+def test_a_plan_on_an_moe_model_says_its_error_as_the_scenario_table_does() -> None:
+    """The answer is where a planner reads: an MoE or speculative variant's plan carries the
+    notes its `simsched scenario` table has (outputs/moe_notes.py), and only that variant's."""
+    from pathlib import Path
+
+    from simsched.studies.plan import plan
+
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "moe_capacity.yaml"
+    short = [f"tenants.{t}.arrivals.duration_s=1" for t in ("chat", "code", "batch")]
+    slos = [f"{TTFT}<=100000"]
+    mtp = plan(scenario, "cluster.replicas", "1:2", slos, variant="dep8_mtp_x4",
+               overrides=short, headroom=False)  # fmt: skip
+    moe = [n for n in mtp.notes if n.startswith("MoE model:")]
+    spec = [n for n in mtp.notes if n.startswith("speculative decoding:")]
+    assert len(moe) == 1 and "off by 17.6%" in moe[0]
+    assert len(spec) == 1 and "off by 18.2%" in spec[0]
+    dep8 = plan(scenario, "cluster.replicas", "1:2", slos, variant="dep8_x4",
+                overrides=short, headroom=False)  # fmt: skip
+    assert [n for n in dep8.notes if n.startswith("MoE model:")] == moe
+    assert not any(n.startswith("speculative decoding:") for n in dep8.notes)

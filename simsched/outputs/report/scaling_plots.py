@@ -18,6 +18,10 @@ from simsched.outputs.report.page import Plot, decorate, save, variant_panels
 
 RATE_BINS = 120  # request-rate bins over the window
 SINGLE_POOL = "cluster"  # a single pool's name in the block (results/provisioned.py)
+# One colour per pool; its provisioned count a wide pale band, its serving count a thin line on
+# it, so that both show where they are equal (a fixed pool, or no replica warming or draining)
+PROVISIONED = {"linewidth": 6.0, "alpha": 0.35}
+SERVING = {"linewidth": 1.5}
 
 
 def replicas_over_time(data: ScenarioData, folder: Path) -> Plot:
@@ -30,13 +34,14 @@ def replicas_over_time(data: ScenarioData, folder: Path) -> Plot:
             continue
         start, end = block["window_ms"]
         highest = 0.0
-        for name, pool in block["pools"].items():  # `cluster`, or each of cluster.pools
+        for index, (name, pool) in enumerate(block["pools"].items()):  # `cluster`, or each pool
             steps = np.array(pool["replicas_over_time"], dtype=float)
             times = np.append(steps[:, 0], end) / 1000
             prefix = "" if name == SINGLE_POOL else f"{name}: "
-            for column, label in ((1, "provisioned"), (2, "serving")):
+            for column, label, style in ((1, "provisioned", PROVISIONED), (2, "serving", SERVING)):
                 counts = np.append(steps[:, column], steps[-1, column])
-                ax.step(times, counts, where="post", label=f"{prefix}replicas {label}")
+                ax.step(times, counts, where="post", label=f"{prefix}replicas {label}",
+                        color=f"C{index}", **style)  # fmt: skip
             highest = max(highest, steps[:, 1].max())
         ax.set_ylim(0, highest + 1)
         decorate(ax, variant, "time (s)", "replicas")
@@ -53,8 +58,9 @@ def replicas_over_time(data: ScenarioData, folder: Path) -> Plot:
         folder,
         "replicas_over_time.png",
         "Replicas over time against the request rate",
-        "Provisioned replicas (warming, serving or draining: what is paid for) and serving "
-        "ones (what the router sees), left axis; arrivals per second, right axis (grey).",
+        "Provisioned replicas (warming, serving or draining: what is paid for; the wide pale "
+        "band) and serving ones (what the router sees; the thin line, in the pool's colour), "
+        "left axis; arrivals per second, right axis (grey).",
     )
 
 

@@ -140,6 +140,7 @@ Latency = LinearLatency | RooflineLatency  # and MoE / speculative ones (moe_lat
 def build_latency(config: Any) -> Latency:
     """The latency model a `ContinuousBatchingConfig` asks for (with its GPU's overrides)."""
     latency = config.gpu_latency_model
+    spec = getattr(config, "speculative", None)
     if latency.kind == "linear":
         model: Any = LinearLatency(latency)
     elif getattr(config.model, "moe", None) is not None:
@@ -147,11 +148,12 @@ def build_latency(config: Any) -> Latency:
 
         serving = getattr(config, "moe_serving", None)
         args = (config.gpu, config.model, config.tp, serving, config.efficiency_scale)
-        model = MoeRooflineLatency(latency, *args)
+        # a decoding sequence's queries against its context: the tokens a step verifies
+        queries = 1 if spec is None else spec.tokens + 1
+        model = MoeRooflineLatency(latency, *args, queries=queries)
     else:
         args = (config.gpu, config.model, config.tp, config.efficiency_scale)
         model = RooflineLatency(latency, *args)
-    spec = getattr(config, "speculative", None)
     if spec is None:
         return model
     from simsched.sim.cluster.speculative import SpeculativeLatency

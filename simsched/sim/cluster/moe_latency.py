@@ -10,7 +10,8 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
                   (x_flop, x_mem: expert_compute_efficiency, expert_memory_efficiency)
     attention   = as the dense roofline, with MLA's query width, and the KV reads times the GPUs
                   that each hold a token's latent (kv_copies); a decode's attention per cached
-                  token is max(its KV reads, its FLOPs: Attention.decode_flops x full layers)
+                  token is max(its KV reads, its FLOPs: Attention.decode_flops x full layers
+                  x the queries a sequence verifies, k + 1 under speculative decoding)
     reduces     = L * [attention group > 1] + (L - L_moe, or L with ep = 1) * [tp > 1]
                   all-reduces of 2 (g - 1)/g * hidden * 2 B per token over g GPUs
     all-to-all  = 2 * L_moe * (alltoall_us + T/ep * k * hidden * 2 B * (ep - 1)/ep / link)
@@ -69,7 +70,7 @@ class MoeRooflineLatency:
 
     def __init__(
         self, config: Any, gpu: Any, model: Any, tp: int, serving: MoeServingSpec | None,
-        scale: float = 1.0,
+        scale: float = 1.0, queries: int = 1,
     ) -> None:  # fmt: skip
         dense = RooflineLatency(config, gpu, model, tp, scale)  # the shared coefficients
         spec = serving or NO_EXPERT_PARALLELISM
@@ -100,9 +101,11 @@ class MoeRooflineLatency:
         self.pair_ms = dense.pair_ms * q_width / dense_width
         self.kv_ms = dense.kv_ms * kv_copies(model, tp, serving)
         # a decode's attention per cached token: its reads or its FLOPs, whichever is longer
-        # (MLA's 128 heads share one latent: compute-bound; GQA's reads dominate)
+        # (MLA's 128 heads share one latent: compute-bound; GQA's reads dominate). `queries`
+        # tokens of a sequence attend to its context at once (k + 1 under speculative
+        # decoding): one read of the context, `queries` times the FLOPs
         per_flop_ms = dense.pair_ms / (4 * model.layers * dense_width)
-        attention = attention_of(model).decode_flops(model)
+        attention = queries * attention_of(model).decode_flops(model)
         flops_ms = per_flop_ms * full_attention_layers(model) * attention
         self.decode_kv_ms = max(self.kv_ms, flops_ms)
         self.seq_ms = dense.seq_ms

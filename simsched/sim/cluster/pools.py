@@ -27,6 +27,7 @@ from typing import Any
 
 import simpy
 
+from simsched.config.pool_eligibility import eligible_pools
 from simsched.config.pools import ENTRY_ROLES
 from simsched.sim.cluster.cpu_time import build_engine_latency
 from simsched.sim.cluster.kv_link import DedicatedLink, KvLink, prompt_kv_bytes
@@ -252,15 +253,10 @@ class PooledCluster:
 
     def _tenant_pools(self, tenants: Sequence[Any]) -> tuple[list[list[Pool]], list[list[Pool]]]:
         """Per tenant: its entry pools and its decode pools, in declaration order."""
-        entry, decode = [], []
-        for tenant in tenants:
-            model = getattr(tenant, "model", None) or self.pools[0].model
-            mine = [p for p in self.pools if p.model == model]
-            chosen = getattr(tenant, "pools", None)
-            named = [p for p in mine if chosen is None or p.name in chosen]
-            entry.append([p for p in named if p.role in ENTRY_ROLES])
-            decoders = [p for p in named if p.role == "decode"]
-            decode.append(decoders or [p for p in mine if p.role == "decode"])
+        by_name = {pool.name: pool for pool in self.pools}
+        eligible = eligible_pools(tenants, [pool.spec for pool in self.pools])
+        entry = [[by_name[name] for name in names] for names, _ in eligible]
+        decode = [[by_name[name] for name in names] for _, names in eligible]
         return entry, decode
 
     @staticmethod

@@ -46,7 +46,9 @@ class SpeculativeLatency:
     step = inner(prefill..., decode_seqs * (k + 1), decode_context)
          + k * share * inner(0, 0, 0, decode_seqs, 0)          (when decode_seqs > 0)
 
-    The k + 1 verified tokens of a sequence read its KV cache once (the same context)."""
+    The k + 1 verified tokens of a sequence read its KV cache once (the same context); where
+    the attention's FLOPs bind (MLA under attention DP) the inner MoE roofline counts them
+    k + 1 times (its `queries`, set by build_latency)."""
 
     def __init__(self, inner: Any, spec: SpeculativeSpec, layers: int) -> None:
         self.inner = inner

@@ -13,6 +13,7 @@ from simsched.config import presets
 from simsched.config.hardware import ModelSpec, RooflineLatencyConfig
 from simsched.config.loading import load_scenario
 from simsched.config.moe_serving import MoeServingSpec
+from simsched.sim.cluster.latency import build_latency
 from simsched.sim.cluster.moe_latency import MoeRooflineLatency, alltoall_ms, distinct_experts
 from tests.sim.cluster.test_roofline_physics import ONE_REQUEST, write_scenario
 
@@ -87,6 +88,30 @@ def test_an_mla_decode_reads_or_computes_its_context_whichever_is_longer() -> No
     assert tp8.decode_kv_ms == tp8.kv_ms == pytest.approx(8 * reads, rel=1e-12)
 
 
+def test_speculative_verification_multiplies_an_mla_decodes_attention_flops(
+    tmp_path: Path,
+) -> None:
+    # DEP8 with MTP 3: each sequence verifies 4 tokens, 4 queries against every cached latent.
+    # The reads stay one pass (61 x 576 BF16 values a token), the FLOPs are 4 times a query's
+    spec = (
+        "  moe_serving: {ep: 8, attention_dp: 8}\n"
+        "  speculative: {method: mtp, tokens: 3, acceptance: 0.7}"
+    )
+    config = load_scenario(write_scenario(tmp_path, cluster(spec), ONE_REQUEST)).cluster
+    latency = build_latency(config)
+    reads = 61 * 576 * 2 / (8 * 4800e6 * presets.H200_MEMORY)
+    flops = 61 * 2 * 128 * (2 * 512 + 64) / (8 * 989.5e9 * 0.351)
+    per_token = max(reads, 4 * flops)
+    no_context = latency.iteration_ms(0, 0, 0, 64, 0)
+    with_context = latency.iteration_ms(0, 0, 0, 64, 64_000)
+    assert with_context - no_context == pytest.approx(per_token * 64_000, rel=1e-9)
+    # the drafter's passes read no context: the same difference without speculation is 1 query
+    plain = build_latency(config.model_copy(update={"speculative": None}))
+    assert plain.iteration_ms(0, 0, 0, 64, 64_000) - plain.iteration_ms(
+        0, 0, 0, 64, 0
+    ) == pytest.approx(flops * 64_000, rel=1e-9)
+
+
 def test_a_gqa_decode_stays_read_bound() -> None:
     # Qwen3-235B-A22B: 64 query heads on 4 KV heads, 4 x 64 x 128 FLOPs against 2 x 4 x 128
     # bytes (FP8) a layer: 32 FLOPs a byte, far below the H200's ratio
@@ -141,6 +166,10 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (cluster("  moe_serving: {ep: 8, imbalance: 0.5}"), "imbalance"),
         (cluster("  moe_serving: {expert_compute_efficiency: 0}"), "expert_compute_efficiency"),
         (cluster("  moe_serving: {expert_memory_efficiency: 1.5}"), "expert_memory_efficiency"),
+        (
+            cluster("  moe_serving: {expert_efficiency: 0.7, expert_compute_efficiency: 0.9}"),
+            "cluster.moe_serving.expert_efficiency: sets both shares",
+        ),
         (
             "  service_model: continuous_batching\n  tp: 2\n  moe_serving: {ep: 2}",
             "has none",
@@ -213,10 +242,15 @@ def test_a_compute_bound_prefill_chunk_pays_the_compute_share_only() -> None:
 
 
 def test_expert_efficiency_sets_both_shares() -> None:
-    both = MoeServingSpec(
-        expert_efficiency=0.7, expert_compute_efficiency=0.2, expert_memory_efficiency=0.3
-    )
+    both = MoeServingSpec(expert_efficiency=0.7)
     assert (both.compute_share, both.memory_share) == (0.7, 0.7)
+    # a share written beside it would be ignored: refused instead
+    with pytest.raises(ValueError, match="expert_compute_efficiency"):
+        MoeServingSpec(expert_efficiency=0.7, expert_compute_efficiency=0.2)
+    with pytest.raises(ValueError, match="expert_memory_efficiency"):
+        MoeServingSpec(expert_efficiency=0.7, expert_memory_efficiency=0.3)
+    # a dump of a valid spec validates again (the shares at their defaults)
+    assert MoeServingSpec.model_validate(both.model_dump()) == both
     apart = MoeServingSpec(expert_compute_efficiency=0.2, expert_memory_efficiency=0.3)
     assert (apart.compute_share, apart.memory_share) == (0.2, 0.3)
 

@@ -9,6 +9,7 @@ arriving on a fixed period, and the HPA formula of docs/autoscaling.md.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -222,18 +223,35 @@ def assert_same_runs(on: Any, off: Any) -> None:
     assert on.provisioned == off.provisioned
 
 
+def assert_conserved(result: Any, cluster: PooledCluster) -> None:
+    """Conservation with slots coming and going: a request placed on a prefill replica is
+    transferred exactly once (each answers 30 tokens), one on a mixed replica never; every block
+    comes back, on slots that went off too; no slot held more blocks than it had."""
+    frame = result.requests
+    assert (frame["status_code"] == 200).all()
+    roles = [each.role for each in cluster.pools for _ in each.replicas]
+    prefilled = [seq for seq, slot in enumerate(frame["replica"]) if roles[int(slot)] == "prefill"]
+    assert Counter(cluster.transfers().seqs) == Counter(prefilled)
+    assert all(replica.kv.level == 0 for replica in cluster.replicas)
+    timeline = result.timeline
+    assert (timeline["kv_blocks_used"] <= timeline["kv_blocks_total"]).all()
+    # a slot that is off or warming runs nothing and holds nothing (at every sample)
+    cold = timeline[timeline["state"].isin(["off", "warming"])]
+    assert (cold[["running", "waiting", "kv_blocks_used"]] == 0).all().all()
+
+
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(layout=layouts(), count=st.integers(50, 300), gap_ms=st.sampled_from([0.5, 2.0, 5.0]))
 def test_no_request_or_transfer_goes_to_a_cold_replica(layout, count, gap_ms) -> None:
-    # the guard in both modes, and both modes agree (transfers offered at the instant a decode
-    # iteration ends: pools.Handoff, kernel.HANDOFF)
+    # the guard and conservation in both modes, and both modes agree (transfers offered at the
+    # instant a decode iteration ends: pools.Handoff, kernel.HANDOFF)
     runs = []
     for fast_forward in (True, False):
         with pytest.MonkeyPatch.context() as patch:
             built = _guard_placements(patch)
             runs.append(simulate(pd_scenario(layout, fast_forward, count, gap_ms)))
-        assert built  # the guarded cluster ran
-        assert (runs[-1].requests["status_code"] == 200).all()
+        (cluster,) = built  # the guarded cluster ran
+        assert_conserved(runs[-1], cluster)
     assert_same_runs(*runs)
 
 

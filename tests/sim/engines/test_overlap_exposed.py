@@ -62,3 +62,27 @@ def test_written_without_overlap_it_is_refused(cpu_time) -> None:
     settings = {"overlap_exposed_ms": 1.0} | ({"cpu_time": cpu_time} if cpu_time else {})
     with pytest.raises(InputError, match="overlap_exposed_ms"):
         cluster_of(**settings)
+
+
+LINEAR = {
+    "kind": "linear",
+    "base_ms": 5.0,
+    "prefill_ms_per_token": 0.01,
+    "decode_ms_per_seq": 0.1,
+    "attention_ms_per_1k_context": 0.01,
+}
+
+
+def test_written_with_the_linear_model_it_is_refused() -> None:
+    # the linear model runs as given (build_engine_latency applies no cpu_time to it), so a
+    # written exposed time would change nothing; the profile's own value stays silent
+    with pytest.raises(InputError, match="overlap_exposed_ms") as caught:
+        cluster_of(latency_model=LINEAR, cpu_time="overlap", overlap_exposed_ms=2.0)
+    assert caught.value.where == "cluster.overlap_exposed_ms"
+    assert cluster_of(latency_model=LINEAR, engine="sglang").overlap_exposed_ms == 0.763
+
+
+def test_the_refusal_names_the_field() -> None:
+    with pytest.raises(InputError) as caught:
+        cluster_of(overlap_exposed_ms=1.0)
+    assert caught.value.where == "cluster.overlap_exposed_ms"
