@@ -51,7 +51,7 @@ def one_shot(name: str, at_ms: float, prompt: int, answer: int) -> dict[str, Any
 
 
 def run(tenants: list[dict[str, Any]], pools: list[dict[str, Any]]):
-    """The requests' frame and the handoff's booking instants."""
+    """The requests' frame (by tenant) and the handoff's log (booking instants and requests)."""
     built: list[PooledCluster] = []
 
     class Watched(PooledCluster):
@@ -66,7 +66,7 @@ def run(tenants: list[dict[str, Any]], pools: list[dict[str, Any]]):
         result = simulate(validate(raw, "pd_tie.yaml"))
     (cluster,) = built
     frame = result.requests.set_index("tenant_id")
-    return frame, cluster.transfers().start_ms
+    return frame, cluster.transfers()
 
 
 # Case "prefill first": decode iterations of 1 ms. A (16 tokens at 0) prefills 0 -> 2, is booked
@@ -100,8 +100,8 @@ CASES = {"prefill_first": PREFILL_FIRST, "decode_first": DECODE_FIRST}
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_an_offer_at_a_decode_boundary_is_booked_at_the_next_one(case, fast_forward) -> None:
     decode_base_ms, tenants, expected = case
-    frame, booked = run(tenants, pd_pair(decode_base_ms, fast_forward))
-    assert booked == expected["booked"]
+    frame, log = run(tenants, pd_pair(decode_base_ms, fast_forward))
+    assert log.start_ms == expected["booked"]
     assert frame["first_token_ms"].to_dict() == expected["first"]
     assert frame["finish_ms"].to_dict() == expected["finish"]
 
@@ -113,7 +113,33 @@ def test_one_seat_decode_replica_agrees_on_and_off() -> None:
     it travels to 15, joins there, and its 3 decode steps end at 16 (first token), 17 and 18."""
     tenants = [one_shot("a", 0.0, 16, 10), one_shot("b", 11.0, 16, 4)]
     for fast_forward in (False, True):
-        frame, booked = run(tenants, pd_pair(1.0, fast_forward, seats=1))
-        assert booked == [2.0, 13.0]
+        frame, log = run(tenants, pd_pair(1.0, fast_forward, seats=1))
+        assert log.start_ms == [2.0, 13.0]
         assert frame["first_token_ms"].to_dict() == {"a": 5.0, "b": 16.0}
         assert frame["finish_ms"].to_dict() == {"a": 13.0, "b": 18.0}
+
+
+def test_handoffs_of_one_instant_are_offered_in_request_order() -> None:
+    """Two prefill replicas (round robin) hand off at 4, the later request's iteration queued
+    first; the decode pool's round robin then deals them in request order, whichever ends first.
+
+    X (seq 0, 16 tokens at 0) prefills 0 -> 2 on p0; Y (seq 1, 8 tokens at 0) 0 -> 1.5 on p1;
+    A (seq 2, 16 tokens at 0.25) waits on p0 and prefills 2 -> 4; B (seq 3, 24 tokens at 0.5)
+    waits on p1 and prefills 1.5 -> 4 (1 + 24/16 ms), queued at 1.5, before A's at 2.
+    Decode round robin: Y -> d0, booked at 1.5 (idle), travels 8/16 + 1 = 1.5 ms, joins at 3,
+    steps 3 -> 4; X -> d1 at 2, travels 2 ms, arrives at 4. At 4: A -> d0, mid-step at its
+    boundary 4 (already started its next step), booked at 5; B -> d1, still idle (X's arrival
+    at 4 comes after the handoffs), booked at 4. Offered B first, A would go to d1 at 4."""
+    tenants = [
+        one_shot("x", 0.0, 16, 4),
+        one_shot("y", 0.0, 8, 4),
+        one_shot("a", 0.25, 16, 4),
+        one_shot("b", 0.5, 24, 4),
+    ]
+    for fast_forward in (False, True):
+        pools = pd_pair(1.0, fast_forward)
+        for spec in pools:
+            spec |= {"replicas": 2, "router": "round_robin"}
+        _, log = run(tenants, pools)
+        assert log.seqs == [1, 0, 3, 2]
+        assert log.start_ms == [1.5, 2.0, 4.0, 5.0]
