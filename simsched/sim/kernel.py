@@ -6,6 +6,14 @@ at one instant and the reference fixes their order: KV blocks whose hold ends at
 looks for work at t. The priorities below encode that, through SimPy's documented
 `Environment.schedule(event, priority, delay)`.
 
+A P/D handoff is offered at `HANDOFF`, after `RELEASE`: a prefill replica's iteration that ends
+at t hands its sequences to the decode side only once every iteration ending at t (the decode
+replicas' included) is over and has picked its next batch. Offered within the prefill
+iteration's own end event, the offer's order against a decode iteration ending at the same t
+would be SimPy's insertion order, which differs between a replica that steps (one event per
+iteration, queued when the iteration starts) and one that jumps (one event for many, queued when
+the jump starts): fast_forward on and off would then book some transfers an iteration apart.
+
 Two kernels run a variant, both with exactly these semantics (same instants, same order):
 
 - `SimEnvironment`, SimPy's environment, for every model;
@@ -41,6 +49,7 @@ from simpy.events import NORMAL, URGENT
 
 RELEASE = URGENT - 1
 ARRIVAL = URGENT
+HANDOFF = URGENT  # after every RELEASE at the instant (pools.Handoff)
 SCHEDULER = NORMAL
 
 

@@ -8,7 +8,10 @@ no prompts: a handed-off sequence first books its prompt's blocks (`offer`), whi
 they are not free; the transfer then runs, and the sequence joins the decode batch at the next
 iteration boundary (`arrive`). Bookings and joins happen only at iteration boundaries (or at
 once on an idle replica), and both cut a fast-forward jump, so stepping and jumping give the same
-instants. A preempted sequence recomputes here, as a vLLM decode instance does.
+instants. That needs one more rule at an instant where a decode iteration ends: the offer comes
+after it (the handoff is offered at `HANDOFF` priority, kernel.py), so it is booked at the next
+boundary whether the replica steps or jumps (a jump's boundaries are no events). A preempted
+sequence recomputes here, as a vLLM decode instance does.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ from simsched.sim.cluster.replica_group import (
 from simsched.sim.cluster.router import Router, build_router
 from simsched.sim.cluster.sequences import Seq, ceil_div
 from simsched.sim.cluster.utilisation import ReplicaUsage
+from simsched.sim.kernel import HANDOFF
 from simsched.sim.recorder import Recorder
 from simsched.sim.requests import Request
 
@@ -107,7 +108,9 @@ class TransferLog:
 
 
 class Handoff:
-    """A prefill replica's sequence travels to a decode replica through the link."""
+    """A prefill replica's sequence travels to a decode replica through the link: offered at
+    the instant of its first token, at `HANDOFF` priority; booked when the decode replica has
+    blocks and a seat; carried for `link.transfer_ms`; then released and joined."""
 
     def __init__(self, env: simpy.Environment, link: KvLink, cluster: PooledCluster) -> None:
         self.env = env
@@ -115,13 +118,30 @@ class Handoff:
         self.cluster = cluster
         self.log = TransferLog()
         self.in_flight = 0
+        self.pending: list[tuple[PrefillReplica, Seq]] = []  # handed off now, not yet offered
 
     def __call__(self, source: PrefillReplica, seq: Seq, end: float) -> None:
         self.log.prefill_token_ms[seq.request.seq] = source.frontend.first_token_ms(end)
+        self.in_flight += 1
+        # Offered at this instant but after every iteration ending now (kernel.py, HANDOFF): the
+        # decode pool's picker, its router and the replica then see those iterations over, the
+        # same whether the decode replicas step or jump. The handoffs of one instant are offered
+        # together in request order: the order prefill replicas' iterations end in at one
+        # instant is SimPy's insertion order, which a decode replica's jump can change upstream.
+        if not self.pending:
+            self.env.call_later(0.0, HANDOFF, self._offer_pending, None)
+        self.pending.append((source, seq))
+
+    def _offer_pending(self, _: None) -> None:
+        pending, self.pending = self.pending, []
+        pending.sort(key=lambda handed: handed[1].request.seq)
+        for source, seq in pending:
+            self._offer(source, seq)
+
+    def _offer(self, source: PrefillReplica, seq: Seq) -> None:
         pool = self.cluster.decode_pool(seq.request)
         # only a warm replica that is not draining takes a new transfer
         target = pool.router.choose(list(pool.group.serving), seq.request)
-        self.in_flight += 1
         target.offer(
             seq,
             lambda copy: self._start(source, target, pool, seq, copy),

@@ -188,20 +188,19 @@ AUTOSCALE = st.fixed_dictionaries(
 
 
 @st.composite
-def layouts(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """A P/D pair, and perhaps a mixed pool; each pool autoscaled or not, tiny caches."""
+def layouts(draw: st.DrawFn, decode_autoscaled: bool = True) -> list[dict[str, Any]]:
+    """A P/D pair, and perhaps a mixed pool; each pool autoscaled or not (the decode pool always,
+    unless `decode_autoscaled` is False), tiny caches, one-seat replicas among them."""
 
     def drawn(name: str, role: str) -> dict[str, Any]:
         spec = pool(
             name,
             role,
             num_gpu_blocks=draw(st.sampled_from([40, 400])),
-            # not 1: a fixed P/D fleet of one-seat decode replicas already times some requests
-            # differently with fast_forward on and off (a known fault, not the autoscaler's)
-            max_num_seqs=draw(st.sampled_from([2, 4])),
+            max_num_seqs=draw(st.sampled_from([1, 2, 4])),
             router=draw(st.sampled_from(["round_robin", "least_outstanding", "least_kv"])),
         )
-        if draw(st.booleans()) or role == "decode":
+        if draw(st.booleans()) or (role == "decode" and decode_autoscaled):
             spec["autoscale"] = draw(AUTOSCALE)
         return spec
 
@@ -217,28 +216,19 @@ def pd_scenario(pools: list[dict[str, Any]], fast_forward: bool, count: int, gap
     return validate(raw, "random_pd.yaml")
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    layout=layouts(),
-    count=st.integers(50, 300),
-    gap_ms=st.sampled_from([0.5, 2.0, 5.0]),
-    fast_forward=st.booleans(),
-)
-def test_no_request_or_transfer_goes_to_a_cold_replica(layout, count, gap_ms, fast_forward) -> None:
-    # Only the guard is checked here, in either mode: fast_forward on and off are not compared
-    # on these P/D layouts, where a transfer offered at the very instant a decode iteration
-    # ends is booked one iteration later when the replica jumps than when it steps (a fault of
-    # the P/D fast-forward, seen in fixed fleets too; docs/autoscaling.md, "Limits").
-    with pytest.MonkeyPatch.context() as patch:
-        built = _guard_placements(patch)
-        result = simulate(pd_scenario(layout, fast_forward, count, gap_ms))
-    assert built  # the guarded cluster ran
+def assert_same_runs(on: Any, off: Any) -> None:
+    """Every request's instants, every timeline row and the provisioned GPU-hours agree."""
+    assert on.requests.equals(off.requests)
+    assert on.timeline.equals(off.timeline)
+    assert on.provisioned == off.provisioned
+
+
+def assert_conserved(result: Any, cluster: PooledCluster) -> None:
+    """Conservation with slots coming and going: a request placed on a prefill replica is
+    transferred exactly once (each answers 30 tokens), one on a mixed replica never; every block
+    comes back, on slots that went off too; no slot held more blocks than it had."""
     frame = result.requests
     assert (frame["status_code"] == 200).all()
-    # conservation with slots coming and going: a request placed on a prefill replica is
-    # transferred exactly once (each answers 30 tokens), one on a mixed replica never; every
-    # block comes back, on slots that went off too; no slot held more blocks than it had
-    (cluster,) = built
     roles = [each.role for each in cluster.pools for _ in each.replicas]
     prefilled = [seq for seq, slot in enumerate(frame["replica"]) if roles[int(slot)] == "prefill"]
     assert Counter(cluster.transfers().seqs) == Counter(prefilled)
@@ -248,6 +238,33 @@ def test_no_request_or_transfer_goes_to_a_cold_replica(layout, count, gap_ms, fa
     # a slot that is off or warming runs nothing and holds nothing (at every sample)
     cold = timeline[timeline["state"].isin(["off", "warming"])]
     assert (cold[["running", "waiting", "kv_blocks_used"]] == 0).all().all()
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layout=layouts(), count=st.integers(50, 300), gap_ms=st.sampled_from([0.5, 2.0, 5.0]))
+def test_no_request_or_transfer_goes_to_a_cold_replica(layout, count, gap_ms) -> None:
+    # the guard and conservation in both modes, and both modes agree (transfers offered at the
+    # instant a decode iteration ends: pools.Handoff, kernel.HANDOFF)
+    runs = []
+    for fast_forward in (True, False):
+        with pytest.MonkeyPatch.context() as patch:
+            built = _guard_placements(patch)
+            runs.append(simulate(pd_scenario(layout, fast_forward, count, gap_ms)))
+        (cluster,) = built  # the guarded cluster ran
+        assert_conserved(runs[-1], cluster)
+    assert_same_runs(*runs)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    layout=layouts(decode_autoscaled=False),
+    count=st.integers(50, 300),
+    gap_ms=st.sampled_from([0.5, 2.0, 5.0]),
+)
+def test_fast_forward_on_and_off_agree_on_p_d_layouts(layout, count, gap_ms) -> None:
+    # fixed P/D fleets among the drawn layouts too, one-seat decode replicas included
+    on, off = (simulate(pd_scenario(layout, ff, count, gap_ms)) for ff in (True, False))
+    assert_same_runs(on, off)
 
 
 @pytest.mark.parametrize(
