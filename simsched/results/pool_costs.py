@@ -46,8 +46,8 @@ def add_pool_costs(
     end = max([start, *(u.last_end_ms for u in usages)])
     window = end - start
     pools = {name: dict(entry) for name, entry in usage["pools"].items()}
-    replica_ms = busy_ms = gpu_hours = dollars = 0.0
-    priced, first = True, 0
+    shown: list[tuple[dict[str, Any], float, Sequence[Any]]] = []
+    first = 0
     for index, spec in enumerate(specs):
         slots = replica_slots(spec)
         mine = usages[first : first + slots]
@@ -56,37 +56,37 @@ def add_pool_costs(
         if group.states() is not None:  # autoscaled: its spans
             up_ms = provisioned_ms(group.spans(), start, end)
             figures = autoscaled_pool_cost(spec, mine, up_ms)
-            replica_ms += up_ms
         else:
+            up_ms = spec.replicas * window
             figures = pool_cost(spec, mine, window)
-            replica_ms += spec.replicas * window
         pools[spec.name] |= figures
-        busy_ms += sum(u.busy_ms for u in mine)
-        gpu_hours += figures["gpu_hours"]  # the totals are the sums of the figures shown
+        shown.append((figures, up_ms, mine))
+    fleet = {"window_ms": round(window, 2), **fleet_totals(shown)}
+    return {**usage, "pools": pools, "fleet": fleet}
+
+
+def fleet_totals(pools: Sequence[tuple[dict[str, Any], float, Sequence[Any]]]) -> dict[str, Any]:
+    """The fleet's sums from each pool's (figures shown, provisioned replica ms, replica usages),
+    in declaration order: GPU-hours and cost as the sums of the figures shown (cost null when a
+    pool has no price), busy share weighted by provisioned replica time."""
+    replica_ms = busy_ms = gpu_hours = dollars = 0.0
+    priced = True
+    for figures, up_ms, usages in pools:
+        replica_ms += up_ms
+        busy_ms += sum(u.busy_ms for u in usages)
+        gpu_hours += figures["gpu_hours"]
         priced = priced and figures["cost_usd"] is not None
         dollars += figures["cost_usd"] or 0.0
-    fleet = {
-        "window_ms": round(window, 2),
+    return {
         "gpu_hours": round(gpu_hours, 6),
         "cost_usd": round(dollars, DIGITS) if priced else None,
         "busy_share": round(busy_ms / replica_ms, DIGITS) if replica_ms else 0.0,
     }
-    return {**usage, "pools": pools, "fleet": fleet}
 
 
 def autoscaled_pool_cost(spec: Any, usages: Sequence[Any], replica_ms: float) -> dict[str, Any]:
     """One autoscaled pool's figures over the `replica_ms` its slots were up."""
-    gpu_hours = replica_ms * spec.tp / MS_PER_HOUR
-    price, source = gpu_price(spec)
-    busy = sum(u.busy_ms for u in usages)
-    return {
-        "gpus": spec.replicas * spec.tp,
-        "gpu_hours": round(gpu_hours, 6),
-        "price_per_gpu_hour": price,
-        "price_source": source,
-        "cost_usd": None if price is None else round(gpu_hours * price, DIGITS),
-        "busy_share": round(busy / replica_ms, DIGITS) if replica_ms else 0.0,
-    }
+    return _cost_figures(spec, usages, replica_ms, replica_ms * spec.tp / MS_PER_HOUR)
 
 
 def provisioned_ms(spans: Sequence[Any], start: float, end: float) -> float:
@@ -103,8 +103,15 @@ def provisioned_ms(spans: Sequence[Any], start: float, end: float) -> float:
 def pool_cost(spec: Any, usages: Sequence[Any], window: float) -> dict[str, Any]:
     """One pool's GPUs, GPU-hours, price, cost and busy share over `window` ms."""
     gpu_hours = spec.replicas * spec.tp * window / MS_PER_HOUR
+    return _cost_figures(spec, usages, spec.replicas * window, gpu_hours)
+
+
+def _cost_figures(
+    spec: Any, usages: Sequence[Any], replica_ms: float, gpu_hours: float
+) -> dict[str, Any]:
+    """A pool's figures from its provisioned replica time and GPU-hours (each caller keeps its
+    own order of multiplication, so the rounded figures stay as they were)."""
     price, source = gpu_price(spec)
-    replica_ms = spec.replicas * window
     busy = sum(u.busy_ms for u in usages)
     return {
         "gpus": spec.replicas * spec.tp,

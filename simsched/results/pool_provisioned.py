@@ -21,17 +21,8 @@ from typing import Any
 import pandas as pd
 
 from simsched.config.pool_eligibility import tenants_of_pool
-from simsched.config.prices import gpu_price
-from simsched.results.pool_costs import provisioned_ms
-from simsched.results.provisioned import (
-    DIGITS,
-    _misses_while,
-    _rates,
-    _steps,
-    _warming_windows,
-    _warmup_s,
-    pool_usage,
-)
+from simsched.results.pool_costs import fleet_totals, provisioned_ms
+from simsched.results.provisioned import group_block
 from simsched.sim.cluster.replica_group import replica_slots
 
 
@@ -41,24 +32,16 @@ def pooled_provisioned_summary(
     start = float(frame["arrival_ms"].min()) if len(frame) else 0.0
     end = max([start, *(u.last_end_ms for u in usages)])
     pools: dict[str, Any] = {}
-    replica_ms = busy_ms = gpu_hours = dollars = 0.0
-    priced, first = True, 0
+    shown = []
+    first = 0
     for spec, group in zip(scenario.cluster.pools, groups.groups, strict=True):
         slots = replica_slots(spec)
         mine = usages[first : first + slots]
         first += slots
         pool = _pool_block(scenario, spec, group, mine, frame, start, end)
         pools[spec.name] = pool
-        replica_ms += provisioned_ms(group.spans(), start, end)
-        busy_ms += sum(u.busy_ms for u in mine)
-        gpu_hours += pool["gpu_hours"]  # the total is the sum of the figures shown
-        priced = priced and pool["cost_usd"] is not None
-        dollars += pool["cost_usd"] or 0.0
-    total = {
-        "gpu_hours": round(gpu_hours, 6),
-        "cost_usd": round(dollars, DIGITS) if priced else None,
-        "busy_share": round(busy_ms / replica_ms, DIGITS) if replica_ms else 0.0,
-    }
+        shown.append((pool, provisioned_ms(group.spans(), start, end), mine))
+    total = fleet_totals(shown)  # the total is the sum of the figures shown
     return {"window_ms": [round(start, 2), round(end, 2)], "pools": pools, "total": total}
 
 
@@ -71,17 +54,7 @@ def _pool_block(
     start: float,
     end: float,
 ) -> dict[str, Any]:
-    pool = pool_usage(group.spans(), usages, start, end, spec.tp)
-    price, source = gpu_price(spec)
-    pool["price_per_gpu_hour"] = price
-    pool["price_source"] = source
-    pool["cost_usd"] = None if price is None else round(pool["gpu_hours"] * price, DIGITS)
-    pool["warmup_s"] = _warmup_s(spec)
-    pool["replicas_over_time"] = _steps(group, start, end)
     # the load a pool met is its own tenants' (a pinned flood elsewhere is not this pool's)
     tenants = tenants_of_pool(scenario.tenants, scenario.cluster.pools, spec.name)
     mine = frame[frame["tenant_id"].isin(tenants)]
-    pool["request_rate_per_s"] = _rates(mine, pool["replicas_over_time"], end)
-    warming = _warming_windows(group.events())
-    pool["ttft_misses_while_warming"] = _misses_while(mine, scenario.slo, warming)
-    return pool
+    return group_block(scenario.slo, spec, group, usages, mine, (start, end))

@@ -49,21 +49,37 @@ def provisioned_summary(
         return pooled_provisioned_summary(scenario, group, usages, frame)
     start = float(frame["arrival_ms"].min()) if len(frame) else 0.0
     end = max([start, *(u.last_end_ms for u in usages)])
-    pool = pool_usage(group.spans(), usages, start, end, cluster.tp)
-    price, source = gpu_price(cluster)
-    pool["price_per_gpu_hour"] = price
-    pool["price_source"] = source
-    pool["cost_usd"] = None if price is None else round(pool["gpu_hours"] * price, DIGITS)
-    pool["warmup_s"] = _warmup_s(cluster)
-    pool["replicas_over_time"] = _steps(group, start, end)
-    pool["request_rate_per_s"] = _rates(frame, pool["replicas_over_time"], end)
-    warming = _warming_windows(group.events())
-    pool["ttft_misses_while_warming"] = _misses_while(frame, scenario.slo, warming)
+    pool = group_block(scenario.slo, cluster, group, usages, frame, (start, end))
     return {
         "window_ms": [round(start, 2), round(end, 2)],
         "pools": {POOL: pool},
         "total": {key: pool[key] for key in ("gpu_hours", "cost_usd", "busy_share")},
     }
+
+
+def group_block(
+    slo: Any,
+    spec: Any,
+    group: Any,
+    usages: Sequence[Any],
+    served: pd.DataFrame,
+    window: tuple[float, float],
+) -> dict[str, Any]:
+    """One replica group's figures over `window` (start, end): its usage, price and cost,
+    warm-up, replica counts at each change, and the load and warm-up misses of `served`, the
+    requests of the tenants the group may serve."""
+    start, end = window
+    pool = pool_usage(group.spans(), usages, start, end, spec.tp)
+    price, source = gpu_price(spec)
+    pool["price_per_gpu_hour"] = price
+    pool["price_source"] = source
+    pool["cost_usd"] = None if price is None else round(pool["gpu_hours"] * price, DIGITS)
+    pool["warmup_s"] = _warmup_s(spec)
+    pool["replicas_over_time"] = _steps(group, start, end)
+    pool["request_rate_per_s"] = _rates(served, pool["replicas_over_time"], end)
+    warming = _warming_windows(group.events())
+    pool["ttft_misses_while_warming"] = _misses_while(served, slo, warming)
+    return pool
 
 
 def pool_usage(
