@@ -27,15 +27,8 @@ from simsched.sim.policies.base import PolicyContext
 from simsched.sim.requests import Request
 from simsched.sim.tenant_room import OpenTenantsView
 from simsched.workload.build import build_workload
+from tests.sim.cluster.test_pools import ATTENTION, BASE, DECODE, LINEAR, PREFILL
 
-BASE, PREFILL, DECODE, ATTENTION = 2.0, 0.25, 0.5, 1.0
-LINEAR = {
-    "kind": "linear",
-    "base_ms": BASE,
-    "prefill_ms_per_token": PREFILL,
-    "decode_ms_per_seq": DECODE,
-    "attention_ms_per_1k_context": ATTENTION,
-}
 PROMPT, ANSWER = 100, 2
 
 
