@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
 from simsched.config.loading import validate
 from simsched.results.simulate import simulate
 from simsched.results.utilisation import skewed
+from simsched.sim.cluster.utilisation import UtilisationMeter
 
 # every iteration: 1 ms + 0.01 ms per prefill token + 0.1 ms per decoding sequence
 LINEAR = {"kind": "linear", "base_ms": 1.0, "prefill_ms_per_token": 0.01, "decode_ms_per_seq": 0.1}
@@ -78,3 +80,27 @@ def test_token_server_has_no_utilisation_block() -> None:
                         "prefill_tokens": 10, "decode_tokens": 5}]}  # fmt: skip
     result = simulate(validate(raw, "t.yaml"))
     assert result.utilisation == {} and "utilisation" not in result.to_json_dict()
+
+
+def test_a_jump_sums_exactly_as_its_iterations_stepped_one_by_one() -> None:
+    # the jump's inlined sums must give the floats of `step` called per iteration, bit for bit
+    # (fast_forward on and off give identical utilisation): a brute force over uneven instants
+    rng = random.Random(16)
+    for _ in range(50):
+        start = rng.uniform(0, 1e6)
+        ends, need, end, taken = [], [], start, 0
+        for _ in range(rng.randint(0, 40)):
+            end += rng.uniform(0.01, 30.0)
+            taken += rng.randint(0, 3)
+            ends.append(end)
+            need.append(taken)
+        seqs, level = rng.randint(1, 256), rng.randint(0, 5000)
+        jumped, stepped = UtilisationMeter(2048, 9000), UtilisationMeter(2048, 9000)
+        for meter in (jumped, stepped):
+            meter.step(0.0, start, 700, 3, 10)  # earlier sums, so the additions are not from 0
+        jumped.jump(start, ends, seqs, level, need)
+        at = start
+        for end, taken in zip(ends, need, strict=True):
+            stepped.step(at, end, seqs, seqs, level + taken)
+            at = end
+        assert jumped.usage() == stepped.usage()
