@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from types import SimpleNamespace
 
 import pytest
@@ -122,6 +123,24 @@ def test_decode_run_ends_where_stepping_ends_to_the_bit(count: int, model) -> No
         end = end + model.iteration_ms(0, 0, 0, seqs, context + seqs * step)
         stepped.append(end)
     assert decode_run(model, start, seqs, context, count) == stepped
+
+
+def test_the_roofline_run_is_its_steps_to_the_bit_for_any_shape() -> None:
+    # the roofline's own run (context_free_ms once, then kv_ms * context) against stepping with
+    # iteration_ms, over random batches, contexts, lengths and CPU and all-reduce costs
+    rng = random.Random(16)
+    for _ in range(200):
+        config = SimpleNamespace(**{**vars(ROOFLINE), "overhead_ms": rng.uniform(0, 5),
+                                    "per_seq_ms": rng.uniform(0, 0.05),
+                                    "allreduce_us": rng.uniform(0, 30)})  # fmt: skip
+        model = RooflineLatency(config, H100, LLAMA_8B, tp=rng.choice([1, 2, 4, 8]))
+        seqs, context = rng.randint(1, 512), rng.randint(0, 2_000_000)
+        start, count = rng.uniform(0, 1e7), rng.choice([1, 2, 7, SHORT_RUN, SHORT_RUN + 3, 300])
+        stepped, end = [], start
+        for step in range(count):
+            end = end + model.iteration_ms(0, 0, 0, seqs, context + seqs * step)
+            stepped.append(end)
+        assert decode_run(model, start, seqs, context, count) == stepped
 
 
 def test_decode_run_grows_the_context_each_iteration() -> None:
