@@ -24,17 +24,29 @@ MAX_JUMP = 512
 class Jump:
     """`k` decode-only iterations from iteration `first`: their end instants and block needs."""
 
-    __slots__ = ("first", "k", "ends", "need")
+    __slots__ = ("first", "k", "ends", "need", "current")
 
     def __init__(self, first: int, ends: list[float], need: list[int]) -> None:
         self.first = first
         self.k = len(ends)
         self.ends = ends
         self.need = need  # blocks taken by iterations first..first+i, cumulated
+        self.current = 0  # the iteration in progress at the last `need_now` (see there)
 
     def index_at(self, now: float) -> int:
         """The iteration in progress at `now` (one that ended at `now` is over)."""
         return min(bisect.bisect_right(self.ends, now), self.k - 1)
+
+    def need_now(self, now: float) -> int:
+        """`need[index_at(now)]` for a clock that never goes back: the KV gate, the routers and
+        the timeline read a jumping replica's blocks several times an iteration, so the
+        iteration in progress is kept and moved forward past the ends `now` has reached (most
+        reads move it by none or one) instead of searching all the ends at every read."""
+        ends, current, last = self.ends, self.current, self.k - 1
+        while current < last and ends[current] <= now:
+            current += 1
+        self.current = current
+        return self.need[current]
 
     def cut(self, now: float) -> float | None:
         """End with the iteration in progress at `now`: its end, or None if it is the last."""

@@ -51,6 +51,5 @@ class FleetKv:
         if self.growing:
             now = self.env.now
             for memory in self.growing:
-                jump = memory.growth
-                total += jump.need[jump.index_at(now)]
+                total += memory.growth.need_now(now)  # need[index_at(now)]
         return total

@@ -156,7 +156,7 @@ class PlainKv(KvPool):
         jump = self.growth
         if jump is None:
             return self.level
-        return self.level + jump.need[jump.index_at(self.env.now)]
+        return self.level + jump.need_now(self.env.now)
 
     def hit_blocks(self, runs: tuple[Run, ...], limit: int) -> int:
         return 0

@@ -8,6 +8,8 @@ cache, and with an autoscaler that replaces a replica's memory.
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import simpy
 
@@ -146,3 +148,18 @@ def test_the_running_total_is_the_sum_of_the_replicas_at_every_read(
     assert max(checked_reads) >= 1  # some reads came while a replica was in a jump
     if "autoscale" in cluster:  # a slot started more than once: a memory was replaced
         assert len(fresh) > len(set(fresh))
+
+
+def test_need_now_follows_a_clock_that_only_moves_forward() -> None:
+    # the kept iteration in progress against a fresh search of the ends at every read, over
+    # random jumps read at random non-decreasing instants (ends included), cut short on the way
+    rng = random.Random(16)
+    for _ in range(200):
+        ends = sorted({round(rng.uniform(1, 100), 1) for _ in range(rng.randint(2, 12))})
+        need = sorted(rng.randint(0, 50) for _ in ends)
+        jump, now = Jump(0, ends, need), 0.0
+        for _ in range(30):
+            now = rng.choice([now, now + rng.uniform(0, 15), *[e for e in ends if e >= now][:1]])
+            if rng.random() < 0.1:
+                jump.cut(now)
+            assert jump.need_now(now) == need[jump.index_at(now)]
