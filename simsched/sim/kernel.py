@@ -80,11 +80,37 @@ class SimEnvironment(simpy.Environment):
         """Run `function(arg)` after `delay`, at `priority`."""
         At(self, delay, priority).callbacks.append(lambda _event: function(arg))
 
+    def alarm_at(self, when: float, priority: int, callback: Callable[[Any], None]) -> Alarm:
+        """Call `callback(alarm)` at exactly `when`: `AtInstant` with one callback, without
+        building an event (a replica sets one per iteration or jump)."""
+        alarm = Alarm(callback)
+        self.schedule_at(alarm, priority, when)  # type: ignore[arg-type]
+        return alarm
+
+    def alarm_after(self, delay: float, priority: int, callback: Callable[[Any], None]) -> Alarm:
+        """Call `callback(alarm)` after `delay`: `At` with one callback, without an event."""
+        alarm = Alarm(callback)
+        self.schedule(alarm, priority, delay)  # type: ignore[arg-type]
+        return alarm
+
     def run_bounded(self, limit: float) -> None:
-        """Process every event up to `limit`; later ones stay queued (`peek` shows them)."""
-        step, peek = self.step, self.peek
-        while peek() <= limit:
-            step()
+        """Process every event up to `limit`; later ones stay queued (`peek` shows them).
+
+        SimPy's `step`, inlined (one loop instead of a `peek` and a `step` call per event; the
+        loop runs once per event of a run): pop the next entry, run its callbacks, and crash on a
+        failed event nobody defused, as `Environment.step` does (SimPy 4.1). `run_bounded` is
+        never given a `StopSimulation` event (that is `run(until=...)`'s), so its handling is
+        not needed here."""
+        queue = self._queue
+        while queue and queue[0][0] <= limit:
+            self._now, _, _, event = heappop(queue)
+            callbacks, event.callbacks = event.callbacks, None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                raise exc
 
 
 # A lean process's wait: (instant, priority, insertion number), or None for "never".
@@ -137,6 +163,19 @@ class LeanEnvironment:
         wake = next(generator, None)  # a finished process, like one that waits for good, is gone
         if wake is not None:
             heappush(self._queue, (*wake, self._resume, generator))
+
+
+class Alarm:
+    """A timed call on SimPy's queue: SimPy's `step` reads only an entry's `callbacks` (set to
+    None once run) and `_ok`, so an object with those two is processed exactly as a triggered
+    event would be, at the same (time, priority, insertion) place, without an event's fields
+    and constructor. Nothing can wait for it: it is for callbacks only."""
+
+    __slots__ = ("callbacks",)
+    _ok = True  # as a triggered event's: nothing to crash on
+
+    def __init__(self, callback: Callable[[Any], None]) -> None:
+        self.callbacks: list[Callable[[Any], None]] | None = [callback]
 
 
 class At(simpy.Event):

@@ -12,7 +12,7 @@ import pytest
 
 from simsched.sim import engine
 from simsched.sim.engine import run_variant
-from simsched.sim.kernel import LeanEnvironment, SimEnvironment
+from simsched.sim.kernel import RELEASE, SCHEDULER, At, AtInstant, LeanEnvironment, SimEnvironment
 from simsched.sim.policies import POLICIES
 from simsched.workload.build import build_workload
 
@@ -96,3 +96,23 @@ def test_the_token_server_behind_a_tick_gateway_runs_on_the_lean_kernel() -> Non
     assert isinstance(engine._kernel(token_server, engine.ArrivalGateway, False), SimEnvironment)
     assert isinstance(engine._kernel(token_server, engine.TickGateway, True), SimEnvironment)
     assert isinstance(engine._kernel(batching, engine.TickGateway, False), SimEnvironment)
+
+
+def test_alarms_take_their_place_among_events_and_failures_still_crash() -> None:
+    # an alarm is queued like the event it stands for: (time, priority, insertion), so at one
+    # instant and priority it fires between the events queued before and after it
+    env = SimEnvironment()
+    fired: list[str] = []
+    AtInstant(env, 5.0, SCHEDULER).callbacks.append(lambda _e: fired.append("event 1"))
+    env.alarm_at(5.0, SCHEDULER, lambda _a: fired.append("alarm"))
+    At(env, 5.0, SCHEDULER).callbacks.append(lambda _e: fired.append("event 2"))
+    env.alarm_at(5.0, RELEASE, lambda _a: fired.append("release first"))
+    env.alarm_after(1.0, SCHEDULER, lambda _a: fired.append("after 1"))
+    env.run_bounded(4.0)
+    assert fired == ["after 1"]
+    env.run_bounded(5.0)
+    assert fired == ["after 1", "release first", "event 1", "alarm", "event 2"]
+    failing = env.event()
+    failing.fail(ValueError("boom"))
+    with pytest.raises(ValueError, match="boom"):
+        env.run_bounded(5.0)

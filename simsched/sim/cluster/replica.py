@@ -39,7 +39,7 @@ from simsched.sim.cluster.prefix_cache import PrefixCachedKv
 from simsched.sim.cluster.sequences import Seq, ceil_div
 from simsched.sim.cluster.speculative import build_decode_set
 from simsched.sim.cluster.utilisation import UtilisationMeter
-from simsched.sim.kernel import RELEASE, SCHEDULER, At, AtInstant
+from simsched.sim.kernel import RELEASE, SCHEDULER, Alarm
 from simsched.sim.recorder import Recorder
 from simsched.sim.requests import Request
 
@@ -121,7 +121,7 @@ class Replica:
         self.chunks: list[tuple[Seq, int, int]] = []  # (seq, tokens, blocks) in this iteration
         self.batch_tokens = 0
         self.jump: Jump | None = None
-        self._timer: simpy.Event | None = None
+        self._timer: Alarm | None = None
         self._end = 0.0
 
     # --- what others read ---------------------------------------------------------------
@@ -158,11 +158,11 @@ class Replica:
             # instant, after the scheduler has placed all it places now), so that what is placed
             # here meanwhile joins it.
             self.busy = True
-            At(self.env, self.step_ms, SCHEDULER).callbacks.append(self._kick)
+            self.env.alarm_after(self.step_ms, SCHEDULER, self._kick)
         elif self.jump is not None:
             self._cut_jump()
 
-    def _kick(self, _event: simpy.Event) -> None:
+    def _kick(self, _event: Alarm) -> None:
         self.t = self.env.now
         self._begin()
 
@@ -287,12 +287,10 @@ class Replica:
         self.recorder.preempted(seq.request)
 
     def _schedule(self, end: float) -> None:
-        timer = AtInstant(self.env, end, RELEASE)
-        timer.callbacks.append(self._on_timer)
-        self._timer = timer
+        self._timer = self.env.alarm_at(end, RELEASE, self._on_timer)
         self._end = end
 
-    def _on_timer(self, event: simpy.Event) -> None:
+    def _on_timer(self, event: Alarm) -> None:
         if event is not self._timer:
             return  # the end of a jump that a new request cut short
         if self.jump is not None:
