@@ -49,8 +49,9 @@ def run_plan(jobs: int, seeds: int) -> dict:
         headroom=False,  # the search's throughput, as before headroom existed
     )
     wall = time.perf_counter() - start
-    # each probe is `seeds` runs; the answer's utilisation is one more run, at one configuration
-    configurations = len(result.probes) * seeds + (result.utilisation is not None)
+    # each probe is `seeds` runs; the answer's utilisation is read from its probe's run at the
+    # scenario's seed (simsched.studies.plan_usage), so it adds no run and no configuration
+    configurations = len(result.probes) * seeds
     return {
         "jobs": jobs,
         "seeds": seeds,

@@ -33,6 +33,8 @@ class Probe:
     verdicts: dict[str, bool] = field(default_factory=dict)  # per SLO key, by the rule
     shed: dict[str, float | None] = field(default_factory=dict)  # shed rate: all, per tenant
     combo: tuple[tuple[str, Any], ...] = ()  # the --over values this probe ran with
+    # the run at the scenario's own seed: its utilisation (plan_usage.RunUsage), not shown
+    usage: Any = field(default=None, compare=False, repr=False)
 
     def to_json_dict(self) -> dict[str, Any]:
         document: dict[str, Any] = {"value": self.value, "met": self.met, "metrics": self.metrics}

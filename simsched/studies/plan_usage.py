@@ -1,17 +1,36 @@
-"""The answer's utilisation: one run at the answer with the scenario's own seed, summarised as
+"""The answer's utilisation: the run at the answer with the scenario's own seed, summarised as
 the console and summary.json summarise a scenario (`results.utilisation`), with a note when the
-load is skewed across replicas."""
+load is skewed across replicas.
+
+That run is one of the plan's probes (the first seed is the scenario's own), so the probes at
+that seed bring their run's `RunUsage` back from the worker and the answer's is read from its
+probe; simulating the answer again cost one more run than the search (a twentieth of the
+bench's plan, and with --jobs N a run while the other workers idle)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from simsched.outputs.provisioned_table import autoscaled_variants
-from simsched.results.simulate import simulate
+from simsched.results.simulate import SimulationResult, simulate
 from simsched.results.utilisation import SKEW_LIMIT, skewed
 from simsched.studies.fleet import FleetPlan
 from simsched.studies.plan_numbers import share_text
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    """What the answer's notes read from a run of one variant (small: it is sent back from a
+    worker with the probe's rows)."""
+
+    utilisation: dict[str, Any] | None  # None for a model without replicas
+    autoscaled: bool  # some pool was resized: per-slot figures are partial
+
+
+def run_usage(result: SimulationResult, variant: str) -> RunUsage:
+    return RunUsage(result.utilisation.get(variant), variant in autoscaled_variants(result))
 
 
 def answer_utilisation(
@@ -20,8 +39,10 @@ def answer_utilisation(
     """(the utilisation block at the answer, notes); (None, []) for a model without replicas."""
     best = fleet.best
     scenario = load_at(best.combo, fleet.knob, best.answer, flag)
-    result = simulate(scenario, [fleet.variant])
-    usage = result.utilisation.get(fleet.variant)
+    ran = answer_probe_usage(fleet)
+    if ran is None:  # no probe of the answer at this seed brought its usage back
+        ran = run_usage(simulate(scenario, [fleet.variant]), fleet.variant)
+    usage = ran.utilisation
     if usage is None:
         return None, []
     total = usage["total"]
@@ -33,7 +54,7 @@ def answer_utilisation(
         f"{share_text(total['kv_held_share'])} of KV held;"
         f" requests per replica {counts} (max/mean {usage['request_skew']:.2f})"
     ]
-    if fleet.variant in autoscaled_variants(result):
+    if ran.autoscaled:
         # slots that were off count 0 requests: their spread is the autoscaler's, not the router's
         notes.append(
             "autoscaled: the per-replica figures are over replica slots that served only part "
@@ -45,3 +66,12 @@ def answer_utilisation(
             "the router concentrates requests; the busiest replica sets the latency"
         )
     return usage, notes
+
+
+def answer_probe_usage(fleet: FleetPlan) -> RunUsage | None:
+    """The usage the answer's probe brought back from its run at the scenario's seed."""
+    best = fleet.best
+    for probe in fleet.probes:
+        if probe.combo == best.combo and probe.value == best.answer and probe.usage is not None:
+            return probe.usage
+    return None

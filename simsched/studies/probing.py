@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from simsched.config.overrides import format_assignment
@@ -72,6 +72,7 @@ def tasks_for(spec: ProbeSpec, combo: Combo, value: Number, start: int) -> list[
                 spec.raw,
                 (spec.variant,),
                 True,
+                usage=offset == 0,  # the scenario's own seed (or the only run): its usage too
             )  # fmt: skip
         )
     return tasks
@@ -87,10 +88,11 @@ def run_probes(spec: ProbeSpec, wanted: list[tuple[Combo, Number]], runner: Runn
     probes = []
     for i, (combo, value) in enumerate(wanted):
         runs = outcomes[i * n : (i + 1) * n]
-        errors = [error for _, error in runs if error]
+        errors = [run.error for run in runs if run.error]
         if errors:  # the values were loaded before: this is a failure while running
             raise _probe_failure(spec, value, errors[0])
-        probes.append(judge(spec, combo, value, [_by_target(rows) for rows, _ in runs]))
+        probe = judge(spec, combo, value, [_by_target(run.rows) for run in runs])
+        probes.append(replace(probe, usage=runs[0].usage))
     return probes
 
 

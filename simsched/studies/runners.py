@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from simsched.config.loading import load_scenario, scenario_from_mapping
 from simsched.errors import InputError
@@ -23,9 +23,17 @@ from simsched.results.simulate import simulate
 from simsched.results.tenants import metrics_rows
 from simsched.studies.grid import relabel
 from simsched.studies.orphans import watched_pool
+from simsched.studies.plan_usage import RunUsage, run_usage
 
 Progress = Callable[[int, int], None]
-Outcome = tuple[list[dict[str, Any]], str | None]  # a point's metrics rows, or its error
+
+
+class Outcome(NamedTuple):
+    """A point's metrics rows, or its error; with `Task.usage`, its run's `RunUsage` too."""
+
+    rows: list[dict[str, Any]]
+    error: str | None
+    usage: RunUsage | None = None
 
 
 class InputProblem(str):
@@ -46,6 +54,9 @@ class Task:
     variants: tuple[str, ...] = ()  # the variants to run; () runs every one
     classes: bool = False  # add the priority classes' rows (plans judge class SLOs)
     study: str = ""  # the sweep or plan it belongs to: workloads are reused within one only
+    # return the first variant's utilisation too: a plan's probes at the scenario's own seed,
+    # so that the answer's utilisation is read from its probe, not simulated again
+    usage: bool = False
 
 
 # A worker (or this process, with one job) keeps the last workloads it generated: the probes of a
@@ -71,12 +82,13 @@ def run_task(task: Task) -> Outcome:
             _STUDY[0] = task.study
         scenario = task_scenario(task)
         result = simulate(scenario, list(task.variants) or None, workloads=_WORKLOADS)
-        return metrics_rows(result, classes=task.classes), None
+        usage = run_usage(result, task.variants[0]) if task.usage else None
+        return Outcome(metrics_rows(result, classes=task.classes), None, usage)
     except InputError as exc:
         source = task.label if exc.source in (task.path, "") else exc.source
-        return [], InputProblem(relabel(exc, dict(task.labels), source))
+        return Outcome([], InputProblem(relabel(exc, dict(task.labels), source)))
     except Exception as exc:  # a bug at one point must not lose the other points' results
-        return [], f"{type(exc).__name__}: {exc}"
+        return Outcome([], f"{type(exc).__name__}: {exc}")
 
 
 def run_local(tasks: list[Task], jobs: int, tick: Progress) -> list[Outcome]:
@@ -147,7 +159,7 @@ def _outcome(future: Future | Any) -> Outcome:
     try:
         return future.result()
     except Exception as exc:  # a worker that died (killed, out of memory)
-        return [], f"{type(exc).__name__}: {exc}"
+        return Outcome([], f"{type(exc).__name__}: {exc}")
 
 
 def run_dask(tasks: list[Task], address: str, tick: Progress, timeout_s: float) -> list[Outcome]:

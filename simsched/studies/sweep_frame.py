@@ -12,13 +12,13 @@ from simsched.studies.runners import Outcome
 
 def build_frame(points: list[Point], outcomes: list[Outcome], params: list[str]) -> pd.DataFrame:
     records = []
-    for point, (rows, error) in zip(points, outcomes, strict=True):
+    for point, (rows, error, _) in zip(points, outcomes, strict=True):
         head = {"point": point.index, "seed": point.seed}
         head |= {name: point.params[name] for name in params}
         records += [head | row | {"error": None} for row in rows]
         if error is not None:
             records.append(head | {"variant": None, "tenant": None, "error": error})
-    present = {key for rows, _ in outcomes for row in rows for key in row}
+    present = {key for rows, *_ in outcomes for row in rows for key in row}
     charged = [c for c in OPTIONAL_METRICS if c in present]  # a scenario that charges back
     columns = ["point", "seed", *params, *FIXED_COLUMNS[2:], *charged]
     frame = pd.DataFrame.from_records(records, columns=columns)
