@@ -183,10 +183,12 @@ class Replica:
         # as vLLM: after a preemption no waiting request starts this iteration
         if not preempted and (self.steps == 1 or it % self.steps == 0 or not self.running):
             need = self._admit_waiting(plan, need, budget, free)
-        if not plan and not self.decoding.count:
+        decoding, kv = self.decoding, self.kv
+        decodes = decoding.count
+        if not plan and not decodes:
             self._stalled()
             return
-        self.kv.hold(need)
+        kv.hold(need)
         prefill = pairs = context = 0
         for seq, chunk, blocks in plan:
             seq.blocks += blocks
@@ -194,17 +196,15 @@ class Replica:
             prefill += chunk
             pairs += chunk * done + chunk * (chunk + 1) // 2
             context += done
-        decodes = self.decoding.count
-        step = self.latency.iteration_ms(
-            prefill, pairs, context, decodes, self.decoding.context(it)
-        )
+        step = self.latency.iteration_ms(prefill, pairs, context, decodes, decoding.context(it))
         self.chunks = plan
-        verified = self.decoding.verified_tokens()  # decodes' tokens through the model
-        self.batch_tokens = prefill + verified
-        end = self.t + step
-        self.observer.iteration(self.index, self.t, end, prefill, decodes, self.kv.level)
-        self.meter.step(self.t, end, prefill + verified, len(self.running), self.kv.level)
-        self.attribution.stepped(self.index, self.t, end, plan, self.decoding, it)
+        tokens = prefill + decoding.verified_tokens()  # the decodes' tokens through the model
+        self.batch_tokens = tokens
+        start, level = self.t, kv.level
+        end = start + step
+        self.observer.iteration(self.index, start, end, prefill, decodes, level)
+        self.meter.step(start, end, tokens, len(self.running), level)
+        self.attribution.stepped(self.index, start, end, plan, decoding, it)
         self._schedule(end)
 
     def _stalled(self) -> None:
@@ -351,10 +351,11 @@ class Replica:
     def _end_jump(self) -> None:
         jump, self.jump = self.jump, None
         k = jump.k
-        self.meter.jump(self.t, jump.ends[:k], self.decoding.count, self.kv.level, jump.need[:k])
-        self.attribution.jumped(self.index, self.t, jump.ends[:k], self.decoding, jump.first)
+        ends = jump.ends[:k]  # the iterations it took (a cut jump took fewer than planned)
+        self.meter.jump(self.t, ends, self.decoding.count, self.kv.level, jump.need[:k])
+        self.attribution.jumped(self.index, self.t, ends, self.decoding, jump.first)
         self.kv.end_growth()
-        end = jump.ends[jump.k - 1]
+        end = ends[-1]
         self._finish_decodes(jump.last, end)
         self.it, self.t = jump.last + 1, end
         self._begin()
