@@ -46,7 +46,8 @@ def test_alltoall_by_hand() -> None:
 
 def test_a_dep8_decode_iteration_by_hand() -> None:
     config = RooflineLatencyConfig(kind="roofline")
-    serving = MoeServingSpec(ep=8, attention_dp=8, expert_efficiency=1.0)  # at the roofline
+    # at the roofline, with 25 us of fixed kernel time per MoE layer
+    serving = MoeServingSpec(ep=8, attention_dp=8, expert_efficiency=1.0, layer_us=25.0)
     latency = MoeRooflineLatency(config, H200, R1, 8, serving)
     seqs = 64
     # weights: FP8, 8 GPUs at 4,800 GB/s x the H200's memory share
@@ -63,10 +64,28 @@ def test_a_dep8_decode_iteration_by_hand() -> None:
     reduces = 3 * (30.2 / 1000 + seqs * 2 * 7168 * 2 * 7 / 8 / 450e6)
     a2a = 2 * 58 * (30.2 / 1000 + seqs / 8 * 8 * 7168 * 2 * 7 / 8 / 450e6)
     cpu = 0.938 + 0.0968 * seqs
+    kernels = 58 * 25.0 / 1000  # each of the 58 MoE layers' fixed kernel time
     compute = latency.token_ms * seqs + latency.head_ms * seqs
     assert compute < weights  # 64 decodes are weight-bound
-    expected = weights + reduces + a2a + cpu
+    expected = weights + reduces + a2a + cpu + kernels
     assert latency.iteration_ms(0, 0, 0, seqs, 0) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_moe_layers_kernel_time_is_fixed_per_iteration() -> None:
+    # Mixtral 8x7B on one GPU: 32 MoE layers, no collectives. The kernel time adds
+    # 32 x 40 us = 1.28 ms to every iteration, one decode or a 4,096-token prefill chunk alike
+    mixtral = ModelSpec(name="mixtral-8x7b", **presets.MODEL_PRESETS["mixtral-8x7b"])
+    config = RooflineLatencyConfig(kind="roofline")
+    none = MoeRooflineLatency(config, H200, mixtral, 1, MoeServingSpec(layer_us=0.0))
+    some = MoeRooflineLatency(config, H200, mixtral, 1, MoeServingSpec(layer_us=40.0))
+    for args in ((0, 0, 0, 1, 100), (4096, 4096 * 4097 // 2, 0, 0, 0), (512, 0, 0, 64, 9000)):
+        assert some.iteration_ms(*args) - none.iteration_ms(*args) == pytest.approx(
+            32 * 40.0 / 1000, rel=1e-9
+        )
+    # DeepSeek-R1's 3 leading dense layers pay none: 58 of its 61 layers are MoE
+    r1_none = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(layer_us=0.0))
+    r1_some = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(layer_us=40.0))
+    assert r1_some.fixed_ms - r1_none.fixed_ms == pytest.approx(58 * 0.040, rel=1e-12)
 
 
 def test_an_mla_decode_reads_or_computes_its_context_whichever_is_longer() -> None:
@@ -224,7 +243,11 @@ def test_a_compute_bound_prefill_chunk_pays_the_compute_share_only() -> None:
     # 8,192 prompt tokens on a DEP8 node: T k / E = 256 tokens an expert, compute-bound
     config = RooflineLatencyConfig(kind="roofline", overhead_ms=0.0)
     spec = MoeServingSpec(
-        ep=8, attention_dp=8, expert_compute_efficiency=0.8, expert_memory_efficiency=0.3
+        ep=8,
+        attention_dp=8,
+        expert_compute_efficiency=0.8,
+        expert_memory_efficiency=0.3,
+        layer_us=20.0,
     )
     latency = MoeRooflineLatency(config, H200, R1, 8, spec)
     tokens = 8192
@@ -237,7 +260,8 @@ def test_a_compute_bound_prefill_chunk_pays_the_compute_share_only() -> None:
     a2a = 2 * 58 * (30.2 / 1000 + tokens / 8 * 8 * 7168 * 2 * 7 / 8 / 450e6)
     reduces = 3 * (30.2 / 1000 + tokens * 2 * 7168 * 2 * 7 / 8 / 450e6)
     kv = latency.kv_ms * tokens  # the chunk writes its own latents
-    expected = compute + a2a + reduces + kv
+    kernels = 58 * 20.0 / 1000
+    expected = compute + a2a + reduces + kv + kernels
     assert latency.iteration_ms(tokens, 0, 0, 0, 0) == pytest.approx(expected, rel=1e-12)
 
 
