@@ -97,8 +97,8 @@ def plan(
         typer.Option(
             metavar="PCT",
             help="Options within PCT% of the answer's cost are near-ties "
-            "(default: the calibration's median error for the judged model: 5.8, or 17.6 "
-            "for an MoE model, 18.2 with speculative decoding).",
+            "(default: the calibration's median error for the judged model: 5.8, or 13.7 "
+            "for an MoE model, 1.7 with speculative decoding; the larger where both apply).",
             show_default=False,
         ),
     ] = None,

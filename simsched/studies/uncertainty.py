@@ -20,8 +20,8 @@ from simsched.studies.plan_numbers import share_text
 
 CALIBRATION_MEDIAN_ERROR = 0.058
 MARGIN_SOURCE = "the calibration's median absolute error, docs/continuous_batching.md, Fidelity"
-# An MoE or speculative model is checked against its own calibration area, whose median error is
-# larger: its near-ties are judged at that area's error (the larger where both apply).
+# An MoE or speculative model is also checked against its own calibration area: its near-ties
+# are judged at the largest median error of the areas that apply (dense, MoE, speculative).
 AREA_MARGINS = {
     CALIBRATION_MEDIAN_ERROR: MARGIN_SOURCE,
     MOE_MEDIAN_SHARE: "the MoE cases' median absolute error, docs/continuous_batching.md, Fidelity",
