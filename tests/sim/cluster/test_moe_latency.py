@@ -185,6 +185,7 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (cluster("  moe_serving: {ep: 8, imbalance: 0.5}"), "imbalance"),
         (cluster("  moe_serving: {expert_compute_efficiency: 0}"), "expert_compute_efficiency"),
         (cluster("  moe_serving: {expert_memory_efficiency: 1.5}"), "expert_memory_efficiency"),
+        (cluster("  moe_serving: {layer_us: -1}"), "cluster.moe_serving.layer_us"),
         (
             cluster("  moe_serving: {expert_efficiency: 0.7, expert_compute_efficiency: 0.9}"),
             "cluster.moe_serving.expert_efficiency: sets both shares",
