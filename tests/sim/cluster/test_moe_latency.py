@@ -184,8 +184,7 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
             "alltoall_us (10.0) applies to the routed experts",
         ),
         (
-            "  service_model: continuous_batching\n"
-            "  moe_serving: {expert_compute_efficiency: 0.9}",
+            "  service_model: continuous_batching\n  moe_serving: {expert_compute_efficiency: 0.9}",
             "expert_compute_efficiency (0.9) applies to the routed experts",
         ),
         (
