@@ -103,10 +103,32 @@ def check_layout(spec: MoeServingSpec, tp: int, model: Any) -> None:
             raise ValueError(
                 f"{name} ({value}) must divide tp ({tp}): it splits the replica's GPUs"
             )
-    if spec.ep > 1 and getattr(model, "moe", None) is None:
-        raise ValueError(f"ep ({spec.ep}) splits experts, and model {model.name!r} has none")
+    if getattr(model, "moe", None) is None:
+        _refuse_expert_settings_on_a_dense_model(spec, model)
     if spec.ep > 1 and model.moe.experts % spec.ep:
         raise ValueError(f"ep ({spec.ep}) must divide the model's {model.moe.experts} experts")
+
+
+# The settings that describe the routed experts: on a dense model nothing reads them, so a value
+# other than the default would be silently ignored (attention_dp applies to any model)
+EXPERT_SETTINGS = (
+    "ep",
+    "imbalance",
+    "alltoall_us",
+    "expert_compute_efficiency",
+    "expert_memory_efficiency",
+    "expert_efficiency",
+)
+
+
+def _refuse_expert_settings_on_a_dense_model(spec: MoeServingSpec, model: Any) -> None:
+    """A dense model has no experts: an expert setting changed from its default would change
+    nothing, so it is an input error rather than a silently ignored value."""
+    for name in EXPERT_SETTINGS:
+        value = getattr(spec, name)
+        if value != MoeServingSpec.model_fields[name].default:
+            what = "splits experts" if name == "ep" else "applies to the routed experts"
+            raise ValueError(f"{name} ({value}) {what}, and model {model.name!r} has none")
 
 
 def replicated_attention_bytes(model: Any, spec: MoeServingSpec | None) -> int:

@@ -192,7 +192,24 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         ),
         (
             "  service_model: continuous_batching\n  tp: 2\n  moe_serving: {ep: 2}",
-            "has none",
+            "ep (2) splits experts, and model 'llama-3-8b' has none",
+        ),
+        # every expert setting on a dense model would be ignored, so each is refused
+        (
+            "  service_model: continuous_batching\n  moe_serving: {imbalance: 1.5}",
+            "imbalance (1.5) applies to the routed experts, and model 'llama-3-8b' has none",
+        ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {alltoall_us: 10}",
+            "alltoall_us (10.0) applies to the routed experts",
+        ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {expert_compute_efficiency: 0.9}",
+            "expert_compute_efficiency (0.9) applies to the routed experts",
+        ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {expert_efficiency: 0.5}",
+            "expert_efficiency (0.5) applies to the routed experts",
         ),
     ],
 )
