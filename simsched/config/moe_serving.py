@@ -118,6 +118,7 @@ EXPERT_SETTINGS = (
     "expert_compute_efficiency",
     "expert_memory_efficiency",
     "expert_efficiency",
+    "layer_us",
 )
 
 

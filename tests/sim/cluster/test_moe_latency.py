@@ -211,6 +211,10 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
             "  service_model: continuous_batching\n  moe_serving: {expert_efficiency: 0.5}",
             "expert_efficiency (0.5) applies to the routed experts",
         ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {layer_us: 10}",
+            "layer_us (10.0) applies to the routed experts",
+        ),
     ],
 )
 def test_bad_layouts_exit_2_naming_the_field(
