@@ -65,3 +65,17 @@ def test_the_python_keywords_table_states_the_shipped_defaults() -> None:
     row = next(line for line in text.splitlines() if line.startswith("| `tie_margin` |"))
     for share in (0.058, 0.137, 0.017):
         assert f"`{share}`" in row
+
+
+def test_the_command_line_help_states_the_margin_each_model_gets() -> None:
+    # a dense model with speculative decoding is judged at the dense 5.8%, not the speculative
+    # area's 1.7%: the help must not promise 1.7 "with speculative decoding"
+    import typer
+
+    from simsched.cli.app import app
+
+    plan = typer.main.get_command(app).commands["plan"]
+    (option,) = [p for p in plan.params if p.name == "tie_margin"]
+    text = " ".join(option.help.split())
+    assert "1.7 with speculative decoding" not in text
+    assert "5.8 for any model" in text and "13.7 for an MoE model" in text
