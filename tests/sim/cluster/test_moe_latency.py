@@ -325,3 +325,10 @@ def test_the_table_says_how_far_moe_and_speculative_figures_are(tmp_path: Path) 
     assert any(note.startswith("speculative decoding: ") for note in notes)
     dense = write_scenario(tmp_path, "  service_model: continuous_batching", ONE_REQUEST)
     assert table_notes(simulate(load_scenario(dense))) == []
+
+
+def test_the_modules_formulas_name_the_kernel_time() -> None:
+    # MoeRooflineLatency says "see the module's formulas": they must list every term it adds
+    from simsched.sim.cluster import moe_latency
+
+    assert "kernels     = L_moe * layer_us" in moe_latency.__doc__
