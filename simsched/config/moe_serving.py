@@ -100,13 +100,15 @@ def check_layout(spec: MoeServingSpec, tp: int, model: Any) -> None:
     for name in ("ep", "attention_dp"):
         value = getattr(spec, name)
         if tp % value:
-            raise ValueError(
-                f"{name} ({value}) must divide tp ({tp}): it splits the replica's GPUs"
+            raise SubfieldError(
+                name, f"{name} ({value}) must divide tp ({tp}): it splits the replica's GPUs"
             )
     if getattr(model, "moe", None) is None:
         _refuse_expert_settings_on_a_dense_model(spec, model)
     if spec.ep > 1 and model.moe.experts % spec.ep:
-        raise ValueError(f"ep ({spec.ep}) must divide the model's {model.moe.experts} experts")
+        raise SubfieldError(
+            "ep", f"ep ({spec.ep}) must divide the model's {model.moe.experts} experts"
+        )
 
 
 # The settings that describe the routed experts: on a dense model nothing reads them, so a value
@@ -129,7 +131,7 @@ def _refuse_expert_settings_on_a_dense_model(spec: MoeServingSpec, model: Any) -
         value = getattr(spec, name)
         if value != MoeServingSpec.model_fields[name].default:
             what = "splits experts" if name == "ep" else "applies to the routed experts"
-            raise ValueError(f"{name} ({value}) {what}, and model {model.name!r} has none")
+            raise SubfieldError(name, f"{name} ({value}) {what}, and model {model.name!r} has none")
 
 
 def replicated_attention_bytes(model: Any, spec: MoeServingSpec | None) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simsched.errors import InputError
-from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE
+from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE, served
 from simsched.studies.bisection import PlanResult
 from simsched.studies.fleet import FleetPlan, shown
 from simsched.studies.plan_numbers import share_text
@@ -31,13 +31,14 @@ AREA_MARGINS = {
 
 
 def default_tie_margin(resolved: Any) -> float:
-    """The median error of the calibration area the judged variant's model falls in."""
-    cluster = resolved.cluster
+    """The median error of the calibration area the judged variant's model falls in (on
+    `cluster.pools`, the areas of every pool's model)."""
     margins = [CALIBRATION_MEDIAN_ERROR]
-    if getattr(getattr(cluster, "model", None), "moe", None) is not None:
-        margins.append(MOE_MEDIAN_SHARE)
-    if getattr(cluster, "speculative", None) is not None:
-        margins.append(SPEC_MEDIAN_SHARE)
+    for model, speculative in served(resolved.cluster):
+        if getattr(model, "moe", None) is not None:
+            margins.append(MOE_MEDIAN_SHARE)
+        if speculative is not None:
+            margins.append(SPEC_MEDIAN_SHARE)
     return max(margins)
 
 

@@ -41,3 +41,41 @@ def test_an_moe_margin_names_its_source() -> None:
     ties = [n for n in runner_up_notes(fleet, 0.137) if n.startswith("near-tie")]
     assert len(ties) == 1 and "within the 13.7% margin (the MoE cases' median" in ties[0]
     assert not [n for n in runner_up_notes(fleet, 0.058) if n.startswith("near-tie")]
+
+
+def test_a_pools_cluster_is_judged_by_its_pools_models() -> None:
+    # `cluster: {pools: [...]}` has no cluster-wide model: an MoE model served by P/D pools (the
+    # llm-d guide's gpt-oss-120b) is in the MoE area, and says so in a note, as on one pool
+    from simsched.outputs.moe_notes import moe_notes
+
+    dense = NS(model=NS(moe=None), speculative=None)
+    moe = NS(model=NS(moe=NS()), speculative=None)
+    pools = NS(cluster=NS(pools=[moe, moe]))
+    assert default_tie_margin(pools) == 0.137
+    assert default_tie_margin(NS(cluster=NS(pools=[dense, dense]))) == 0.058
+    notes = moe_notes({"pd": pools}, ["pd"])
+    assert len(notes) == 1 and notes[0].startswith("MoE model:")
+    mtp = NS(cluster=NS(pools=[moe, NS(model=NS(moe=NS()), speculative=NS())]))
+    assert len(moe_notes({"pd": mtp}, ["pd"])) == 2
+
+
+def test_the_python_keywords_table_states_the_shipped_defaults() -> None:
+    # docs/sweeps_and_planning.md's `tie_margin` row gives the defaults as shares
+    text = (REPO / "docs" / "sweeps_and_planning.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| `tie_margin` |"))
+    for share in (0.058, 0.137, 0.017):
+        assert f"`{share}`" in row
+
+
+def test_the_command_line_help_states_the_margin_each_model_gets() -> None:
+    # a dense model with speculative decoding is judged at the dense 5.8%, not the speculative
+    # area's 1.7%: the help must not promise 1.7 "with speculative decoding"
+    import typer
+
+    from simsched.cli.app import app
+
+    plan = typer.main.get_command(app).commands["plan"]
+    (option,) = [p for p in plan.params if p.name == "tie_margin"]
+    text = " ".join(option.help.split())
+    assert "1.7 with speculative decoding" not in text
+    assert "5.8 for any model" in text and "13.7 for an MoE model" in text

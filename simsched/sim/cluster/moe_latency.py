@@ -15,6 +15,7 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
     reduces     = L * [attention group > 1] + (L - L_moe, or L with ep = 1) * [tp > 1]
                   all-reduces of 2 (g - 1)/g * hidden * 2 B per token over g GPUs
     all-to-all  = 2 * L_moe * (alltoall_us + T/ep * k * hidden * 2 B * (ep - 1)/ep / link)
+    kernels     = L_moe * layer_us                  the MoE layers' own kernels, every iteration
     cpu         = overhead_ms + per_seq_ms * D
 
 replicated: the attention weights each attention-DP group beyond the first reads (its own copy).

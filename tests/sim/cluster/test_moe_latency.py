@@ -325,3 +325,33 @@ def test_the_table_says_how_far_moe_and_speculative_figures_are(tmp_path: Path) 
     assert any(note.startswith("speculative decoding: ") for note in notes)
     dense = write_scenario(tmp_path, "  service_model: continuous_batching", ONE_REQUEST)
     assert table_notes(simulate(load_scenario(dense))) == []
+
+
+def test_the_modules_formulas_name_the_kernel_time() -> None:
+    # MoeRooflineLatency says "see the module's formulas": they must list every term it adds
+    from simsched.sim.cluster import moe_latency
+
+    assert "kernels     = L_moe * layer_us" in moe_latency.__doc__
+
+
+@pytest.mark.parametrize(
+    ("setting", "where"),
+    [
+        ("{layer_us: 10}", "cluster.moe_serving.layer_us: "),
+        ("{imbalance: 1.5}", "cluster.moe_serving.imbalance: "),
+        ("{attention_dp: 3}", "cluster.moe_serving.attention_dp: "),
+    ],
+)
+def test_a_refused_layout_names_its_field_as_a_range_error_does(
+    setting: str, where: str, tmp_path: Path
+) -> None:
+    # a negative layer_us is located at cluster.moe_serving.layer_us; a layer_us a dense model
+    # cannot use (or a layout that does not divide tp) must be located there as well
+    from simsched.errors import InputError
+
+    path = write_scenario(
+        tmp_path, f"  service_model: continuous_batching\n  moe_serving: {setting}", ONE_REQUEST
+    )
+    with pytest.raises(InputError) as caught:
+        load_scenario(path)
+    assert f"{caught.value}".split("s.yaml: ", 1)[-1].startswith(where)
