@@ -51,7 +51,11 @@ class TokenServer:
         return self.kv.peak / self.kv_blocks_total
 
     def first_token_delay_ms(self, request: Request) -> float:
-        return max(self.min_prefill_ms, request.prefill_tokens / self.prefill_rate)
+        """max(min_prefill_ms, prefill / prefill rate), as a comparison: the dispatcher asks
+        for it twice a request (`known_ttft_ms`, then `start`), a call and a `max` each time.
+        `max` returns its first argument on a tie, and equal floats are the same number."""
+        delay = request.prefill_tokens / self.prefill_rate
+        return delay if delay > self.min_prefill_ms else self.min_prefill_ms
 
     def known_ttft_ms(self, request: Request, wait_ms: float) -> float:
         # Summed in the reference's order (wait, then prefill) so the rounding agrees with it.
