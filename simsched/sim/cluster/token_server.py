@@ -38,6 +38,7 @@ class TokenServer:
         self.min_prefill_ms = config.min_prefill_ms
         self.kv_blocks_total = config.total_kv_blocks
         self.kv = KvPool()
+        self._release = self.kv.release  # bound once: every request schedules one
         self.busy_until = 0.0
 
     @staticmethod
@@ -85,7 +86,7 @@ class TokenServer:
         self.recorder.served(
             request, 0, first_token, first_token if first_token > finish else finish
         )
-        self.env.call_later(hold_ms, RELEASE, self.kv.release, blocks)
+        self.env.call_later(hold_ms, RELEASE, self._release, blocks)
         return self.env.timeout(exec_ms)
 
     def snapshot(self) -> list[tuple[int, int, int, int, int]]:
