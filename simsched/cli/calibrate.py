@@ -84,7 +84,8 @@ def render(result: Calibration) -> str:
     for setting, value in zip(spec.settings, result.fitted, strict=True):
         notes = [setting.name] if setting.name else []
         if setting.cases:
-            notes.append(f"{len(setting.cases)} cases from {setting.cases[0]}")
+            first, count = setting.cases[0], len(setting.cases)
+            notes.append(f"only {first}" if count == 1 else f"{count} cases from {first}")
         only = f"   # {'; '.join(notes)}" if notes else ""
         lines.append(f"  {setting.path}={value:.4g}{only}")
     labels = ("as written", "fitted" if result.fit else "start values")

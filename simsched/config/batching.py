@@ -302,8 +302,8 @@ class ContinuousBatchingConfig(BaseModel):
         if self.moe_serving is not None:
             try:
                 check_layout(self.moe_serving, self.tp, self.model)
-            except ValueError as exc:
-                raise ValueError(f"moe_serving: {exc}") from None
+            except SubfieldError as exc:  # located at the setting: cluster.moe_serving.ep
+                raise SubfieldError(f"moe_serving.{exc.field}", str(exc)) from None
         if self.num_gpu_blocks is None and self.blocks_per_replica == 0:
             # MLA's latent copies under attention TP, or the attention weights replicated under
             # attention DP, can leave no block where one copy fit

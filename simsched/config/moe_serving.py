@@ -21,10 +21,13 @@ from simsched.config.spec_base import SubfieldError
 Small = Annotated[int, Field(gt=0, le=2**20)]
 Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
-# Fitted by `simsched calibrate calibration/moe_experts.yaml --jobs 2` from starts of 0.5 on
-# the 14 TensorRT-LLM MoE throughput cases (docs/moe.md, "Calibration")
-EXPERT_COMPUTE_EFFICIENCY = 0.566
-EXPERT_MEMORY_EFFICIENCY = 0.457
+# Fitted together by `simsched calibrate calibration/moe_experts.yaml --jobs 2` on the 14
+# TensorRT-LLM MoE throughput cases and the 6 DeepSeek-R1 MTP-depth cases (docs/moe.md,
+# "Calibration"): the grouped GEMMs' two shares of the roofline, and the fixed kernel time of
+# one MoE layer beyond a dense FFN's, µs per iteration ("Per-layer kernel time")
+EXPERT_COMPUTE_EFFICIENCY = 0.611
+EXPERT_MEMORY_EFFICIENCY = 0.505
+MOE_LAYER_US = 39.9
 
 
 class MoeServingSpec(BaseModel):
@@ -37,6 +40,10 @@ class MoeServingSpec(BaseModel):
     imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] = 1.0
     # latency of one all-to-all (dispatch or combine); unset: `alltoall_latency_us` below
     alltoall_us: Annotated[float | None, Field(ge=0, le=1e6, allow_inf_nan=False)] = None
+    # the fixed time of an MoE layer's own kernels (router GEMM, top-k, permute, the grouped
+    # GEMMs' launch and tail, unpermute, the shared expert) beside a dense FFN's, paid every
+    # iteration whatever its tokens (docs/moe.md, "Per-layer kernel time")
+    layer_us: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = MOE_LAYER_US
     # the routed experts' grouped GEMMs against a dense GEMM's roofline, one share per side of
     # it (docs/moe.md, "Grouped GEMMs"): compute-bound (prefill chunks, large decode batches:
     # many tokens per expert) and memory-bound (small decode batches: a few tokens per expert).
@@ -93,13 +100,38 @@ def check_layout(spec: MoeServingSpec, tp: int, model: Any) -> None:
     for name in ("ep", "attention_dp"):
         value = getattr(spec, name)
         if tp % value:
-            raise ValueError(
-                f"{name} ({value}) must divide tp ({tp}): it splits the replica's GPUs"
+            raise SubfieldError(
+                name, f"{name} ({value}) must divide tp ({tp}): it splits the replica's GPUs"
             )
-    if spec.ep > 1 and getattr(model, "moe", None) is None:
-        raise ValueError(f"ep ({spec.ep}) splits experts, and model {model.name!r} has none")
+    if getattr(model, "moe", None) is None:
+        _refuse_expert_settings_on_a_dense_model(spec, model)
     if spec.ep > 1 and model.moe.experts % spec.ep:
-        raise ValueError(f"ep ({spec.ep}) must divide the model's {model.moe.experts} experts")
+        raise SubfieldError(
+            "ep", f"ep ({spec.ep}) must divide the model's {model.moe.experts} experts"
+        )
+
+
+# The settings that describe the routed experts: on a dense model nothing reads them, so a value
+# other than the default would be silently ignored (attention_dp applies to any model)
+EXPERT_SETTINGS = (
+    "ep",
+    "imbalance",
+    "alltoall_us",
+    "expert_compute_efficiency",
+    "expert_memory_efficiency",
+    "expert_efficiency",
+    "layer_us",
+)
+
+
+def _refuse_expert_settings_on_a_dense_model(spec: MoeServingSpec, model: Any) -> None:
+    """A dense model has no experts: an expert setting changed from its default would change
+    nothing, so it is an input error rather than a silently ignored value."""
+    for name in EXPERT_SETTINGS:
+        value = getattr(spec, name)
+        if value != MoeServingSpec.model_fields[name].default:
+            what = "splits experts" if name == "ep" else "applies to the routed experts"
+            raise SubfieldError(name, f"{name} ({value}) {what}, and model {model.name!r} has none")
 
 
 def replicated_attention_bytes(model: Any, spec: MoeServingSpec | None) -> int:

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from simsched.errors import InputError
-from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE
+from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE, served
 from simsched.studies.bisection import PlanResult
 from simsched.studies.fleet import FleetPlan, shown
 from simsched.studies.plan_numbers import share_text
 
 CALIBRATION_MEDIAN_ERROR = 0.058
 MARGIN_SOURCE = "the calibration's median absolute error, docs/continuous_batching.md, Fidelity"
-# An MoE or speculative model is checked against its own calibration area, whose median error is
-# larger: its near-ties are judged at that area's error (the larger where both apply).
+# An MoE or speculative model is also checked against its own calibration area: its near-ties
+# are judged at the largest median error of the areas that apply (dense, MoE, speculative).
 AREA_MARGINS = {
     CALIBRATION_MEDIAN_ERROR: MARGIN_SOURCE,
     MOE_MEDIAN_SHARE: "the MoE cases' median absolute error, docs/continuous_batching.md, Fidelity",
@@ -31,13 +31,14 @@ AREA_MARGINS = {
 
 
 def default_tie_margin(resolved: Any) -> float:
-    """The median error of the calibration area the judged variant's model falls in."""
-    cluster = resolved.cluster
+    """The median error of the calibration area the judged variant's model falls in (on
+    `cluster.pools`, the areas of every pool's model)."""
     margins = [CALIBRATION_MEDIAN_ERROR]
-    if getattr(getattr(cluster, "model", None), "moe", None) is not None:
-        margins.append(MOE_MEDIAN_SHARE)
-    if getattr(cluster, "speculative", None) is not None:
-        margins.append(SPEC_MEDIAN_SHARE)
+    for model, speculative in served(resolved.cluster):
+        if getattr(model, "moe", None) is not None:
+            margins.append(MOE_MEDIAN_SHARE)
+        if speculative is not None:
+            margins.append(SPEC_MEDIAN_SHARE)
     return max(margins)
 
 

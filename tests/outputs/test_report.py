@@ -86,10 +86,13 @@ def test_sweep_report_through_the_cli(tmp_path: Path) -> None:
 def test_a_failed_report_leaves_nothing(
     noisy_neighbor_report, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(*_args):
+    def broken(_data, staging: Path):
+        assert (staging / "ttft_cdf.png").is_file()  # a file is there for the failure to leave
         raise RuntimeError("plotting failed")
 
-    monkeypatch.setattr(report_module, "shed_counts", broken)
+    # the second plot fails, after the first was saved in the staging folder (a later plot
+    # would only draw more figures first)
+    monkeypatch.setattr(report_module, "tpot_cdf", broken)
     with pytest.raises(RuntimeError):
         write_report(noisy_neighbor_report.result, tmp_path / "report")
     assert list(tmp_path.iterdir()) == []

@@ -1,6 +1,7 @@
-"""calibration/moe_experts.yaml fits the MoE grouped-GEMM shares on the MoE cases of
-published.yaml: its cases must be those cases as written there, and its starts the shipped
-defaults, so that rerunning it reproduces the shipped values' errors (docs/moe.md)."""
+"""calibration/moe_experts.yaml fits the MoE grouped-GEMM shares and the per-layer kernel time
+on the MoE throughput and MTP-depth cases of published.yaml: its cases must be those cases as
+written there, and its starts the shipped defaults, so that rerunning it reproduces the shipped
+values' errors (docs/moe.md)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def load(name: str) -> dict:
 
 def test_its_cases_are_the_moe_cases_of_the_published_file() -> None:
     published = {case["name"]: case for case in load("published.yaml")["cases"]}
-    moe = [name for name in published if name.startswith("moe_")]
+    moe = [name for name in published if name.startswith(("moe_", "sd_t3_"))]
     cases = load("moe_experts.yaml")["cases"]
     assert [case["name"] for case in cases] == moe
     for case in cases:
@@ -33,6 +34,7 @@ def test_its_starts_are_the_shipped_defaults() -> None:
     assert starts == {
         "expert_compute_efficiency": shipped.expert_compute_efficiency,
         "expert_memory_efficiency": shipped.expert_memory_efficiency,
+        "layer_us": shipped.layer_us,
     }
     moe = [case["name"] for case in load("moe_experts.yaml")["cases"]]
     assert all(s["cases"] == moe for s in settings)

@@ -12,6 +12,7 @@ a large draw of the generator itself must land on it.
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ def clipped_mean(median: float, sigma: float, low: int, high: int) -> float:
     return total
 
 
+@functools.cache  # the tests only read the specs: one scenario load per case, not one a test
 def _tenant_lengths(case_name: str) -> dict[str, Any]:
     """The case's tenant length specs, as the case file's overrides build them."""
     (case,) = [c for c in _cases() if c["name"] == case_name]
@@ -66,6 +68,7 @@ def _tenant_lengths(case_name: str) -> dict[str, Any]:
     return {"prefill": tenant.prefill_tokens, "decode": tenant.decode_tokens}
 
 
+@functools.cache  # 100 kB of YAML: parsed once per test process, not once per case looked up
 def _cases() -> list[dict[str, Any]]:
     return yaml.safe_load(PUBLISHED.read_text(encoding="utf-8"))["cases"]
 

@@ -15,6 +15,7 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
     reduces     = L * [attention group > 1] + (L - L_moe, or L with ep = 1) * [tp > 1]
                   all-reduces of 2 (g - 1)/g * hidden * 2 B per token over g GPUs
     all-to-all  = 2 * L_moe * (alltoall_us + T/ep * k * hidden * 2 B * (ep - 1)/ep / link)
+    kernels     = L_moe * layer_us                  the MoE layers' own kernels, every iteration
     cpu         = overhead_ms + per_seq_ms * D
 
 replicated: the attention weights each attention-DP group beyond the first reads (its own copy).
@@ -63,6 +64,15 @@ def alltoall_ms(
         return 0.0 * tokens
     per_gpu = tokens / ep * per_token * hidden * ACTIVATION_BYTES * (ep - 1) / ep
     return latency_us / 1000 + per_gpu / (link_gbps * 1e6)
+
+
+def moe_layer_kernels_ms(moe_layers: int, spec: MoeServingSpec) -> float:
+    """The MoE layers' fixed kernel time of one iteration: L_moe * layer_us (docs/moe.md,
+    "Per-layer kernel time"). Each MoE layer runs a chain of small, dependent kernels beside
+    what a dense FFN runs (router GEMM, top-k, permute, two grouped GEMMs, unpermute, the shared
+    expert); each costs its launch and tail latency however few its tokens, so the chain adds a
+    fixed time per layer that the byte and FLOP terms do not count."""
+    return moe_layers * spec.layer_us / 1000
 
 
 class MoeRooflineLatency:
@@ -118,7 +128,9 @@ class MoeRooflineLatency:
         link = gpu.link_gbps * 1e6
         ring_bytes = 2 * model.hidden_size * ACTIVATION_BYTES  # times (g - 1)/g below
         self.fixed_ms = (
-            config.overhead_ms + (ffn_reduces + attn_reduces) * config.allreduce_us / 1000
+            config.overhead_ms
+            + (ffn_reduces + attn_reduces) * config.allreduce_us / 1000
+            + moe_layer_kernels_ms(self.moe_layers, spec)
         )
         self.comm_ms = (
             attn_reduces * ring_bytes * (group - 1) / group / spec.attention_dp

@@ -46,7 +46,8 @@ def test_alltoall_by_hand() -> None:
 
 def test_a_dep8_decode_iteration_by_hand() -> None:
     config = RooflineLatencyConfig(kind="roofline")
-    serving = MoeServingSpec(ep=8, attention_dp=8, expert_efficiency=1.0)  # at the roofline
+    # at the roofline, with 25 us of fixed kernel time per MoE layer
+    serving = MoeServingSpec(ep=8, attention_dp=8, expert_efficiency=1.0, layer_us=25.0)
     latency = MoeRooflineLatency(config, H200, R1, 8, serving)
     seqs = 64
     # weights: FP8, 8 GPUs at 4,800 GB/s x the H200's memory share
@@ -63,10 +64,28 @@ def test_a_dep8_decode_iteration_by_hand() -> None:
     reduces = 3 * (30.2 / 1000 + seqs * 2 * 7168 * 2 * 7 / 8 / 450e6)
     a2a = 2 * 58 * (30.2 / 1000 + seqs / 8 * 8 * 7168 * 2 * 7 / 8 / 450e6)
     cpu = 0.938 + 0.0968 * seqs
+    kernels = 58 * 25.0 / 1000  # each of the 58 MoE layers' fixed kernel time
     compute = latency.token_ms * seqs + latency.head_ms * seqs
     assert compute < weights  # 64 decodes are weight-bound
-    expected = weights + reduces + a2a + cpu
+    expected = weights + reduces + a2a + cpu + kernels
     assert latency.iteration_ms(0, 0, 0, seqs, 0) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_moe_layers_kernel_time_is_fixed_per_iteration() -> None:
+    # Mixtral 8x7B on one GPU: 32 MoE layers, no collectives. The kernel time adds
+    # 32 x 40 us = 1.28 ms to every iteration, one decode or a 4,096-token prefill chunk alike
+    mixtral = ModelSpec(name="mixtral-8x7b", **presets.MODEL_PRESETS["mixtral-8x7b"])
+    config = RooflineLatencyConfig(kind="roofline")
+    none = MoeRooflineLatency(config, H200, mixtral, 1, MoeServingSpec(layer_us=0.0))
+    some = MoeRooflineLatency(config, H200, mixtral, 1, MoeServingSpec(layer_us=40.0))
+    for args in ((0, 0, 0, 1, 100), (4096, 4096 * 4097 // 2, 0, 0, 0), (512, 0, 0, 64, 9000)):
+        assert some.iteration_ms(*args) - none.iteration_ms(*args) == pytest.approx(
+            32 * 40.0 / 1000, rel=1e-9
+        )
+    # DeepSeek-R1's 3 leading dense layers pay none: 58 of its 61 layers are MoE
+    r1_none = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(layer_us=0.0))
+    r1_some = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(layer_us=40.0))
+    assert r1_some.fixed_ms - r1_none.fixed_ms == pytest.approx(58 * 0.040, rel=1e-12)
 
 
 def test_an_mla_decode_reads_or_computes_its_context_whichever_is_longer() -> None:
@@ -166,13 +185,35 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (cluster("  moe_serving: {ep: 8, imbalance: 0.5}"), "imbalance"),
         (cluster("  moe_serving: {expert_compute_efficiency: 0}"), "expert_compute_efficiency"),
         (cluster("  moe_serving: {expert_memory_efficiency: 1.5}"), "expert_memory_efficiency"),
+        (cluster("  moe_serving: {layer_us: -1}"), "cluster.moe_serving.layer_us"),
         (
             cluster("  moe_serving: {expert_efficiency: 0.7, expert_compute_efficiency: 0.9}"),
             "cluster.moe_serving.expert_efficiency: sets both shares",
         ),
         (
             "  service_model: continuous_batching\n  tp: 2\n  moe_serving: {ep: 2}",
-            "has none",
+            "ep (2) splits experts, and model 'llama-3-8b' has none",
+        ),
+        # every expert setting on a dense model would be ignored, so each is refused
+        (
+            "  service_model: continuous_batching\n  moe_serving: {imbalance: 1.5}",
+            "imbalance (1.5) applies to the routed experts, and model 'llama-3-8b' has none",
+        ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {alltoall_us: 10}",
+            "alltoall_us (10.0) applies to the routed experts",
+        ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {expert_compute_efficiency: 0.9}",
+            "expert_compute_efficiency (0.9) applies to the routed experts",
+        ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {expert_efficiency: 0.5}",
+            "expert_efficiency (0.5) applies to the routed experts",
+        ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {layer_us: 10}",
+            "layer_us (10.0) applies to the routed experts",
         ),
     ],
 )
@@ -224,7 +265,11 @@ def test_a_compute_bound_prefill_chunk_pays_the_compute_share_only() -> None:
     # 8,192 prompt tokens on a DEP8 node: T k / E = 256 tokens an expert, compute-bound
     config = RooflineLatencyConfig(kind="roofline", overhead_ms=0.0)
     spec = MoeServingSpec(
-        ep=8, attention_dp=8, expert_compute_efficiency=0.8, expert_memory_efficiency=0.3
+        ep=8,
+        attention_dp=8,
+        expert_compute_efficiency=0.8,
+        expert_memory_efficiency=0.3,
+        layer_us=20.0,
     )
     latency = MoeRooflineLatency(config, H200, R1, 8, spec)
     tokens = 8192
@@ -237,7 +282,8 @@ def test_a_compute_bound_prefill_chunk_pays_the_compute_share_only() -> None:
     a2a = 2 * 58 * (30.2 / 1000 + tokens / 8 * 8 * 7168 * 2 * 7 / 8 / 450e6)
     reduces = 3 * (30.2 / 1000 + tokens * 2 * 7168 * 2 * 7 / 8 / 450e6)
     kv = latency.kv_ms * tokens  # the chunk writes its own latents
-    expected = compute + a2a + reduces + kv
+    kernels = 58 * 20.0 / 1000
+    expected = compute + a2a + reduces + kv + kernels
     assert latency.iteration_ms(tokens, 0, 0, 0, 0) == pytest.approx(expected, rel=1e-12)
 
 
@@ -279,3 +325,33 @@ def test_the_table_says_how_far_moe_and_speculative_figures_are(tmp_path: Path) 
     assert any(note.startswith("speculative decoding: ") for note in notes)
     dense = write_scenario(tmp_path, "  service_model: continuous_batching", ONE_REQUEST)
     assert table_notes(simulate(load_scenario(dense))) == []
+
+
+def test_the_modules_formulas_name_the_kernel_time() -> None:
+    # MoeRooflineLatency says "see the module's formulas": they must list every term it adds
+    from simsched.sim.cluster import moe_latency
+
+    assert "kernels     = L_moe * layer_us" in moe_latency.__doc__
+
+
+@pytest.mark.parametrize(
+    ("setting", "where"),
+    [
+        ("{layer_us: 10}", "cluster.moe_serving.layer_us: "),
+        ("{imbalance: 1.5}", "cluster.moe_serving.imbalance: "),
+        ("{attention_dp: 3}", "cluster.moe_serving.attention_dp: "),
+    ],
+)
+def test_a_refused_layout_names_its_field_as_a_range_error_does(
+    setting: str, where: str, tmp_path: Path
+) -> None:
+    # a negative layer_us is located at cluster.moe_serving.layer_us; a layer_us a dense model
+    # cannot use (or a layout that does not divide tp) must be located there as well
+    from simsched.errors import InputError
+
+    path = write_scenario(
+        tmp_path, f"  service_model: continuous_batching\n  moe_serving: {setting}", ONE_REQUEST
+    )
+    with pytest.raises(InputError) as caught:
+        load_scenario(path)
+    assert f"{caught.value}".split("s.yaml: ", 1)[-1].startswith(where)
