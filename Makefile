@@ -49,11 +49,14 @@ format: $(DEV_STAMP)
 # Speed against goals (docs/benchmarks.md): exits non-zero when a goal is missed. One row, fewer
 # runs: make bench BENCH_ARGS="--only batching_100k --repeat 1". The ratio rows need the reference
 # loop (REFERENCE, a folder with seed_scheduler.py) and the traces; without them they are skipped.
+# Bytecode caching on, as for the tests: an installed simsched has its .pyc files (pip compiles
+# them), so a measured run should not recompile its ~170 modules, some 0.2 CPU-seconds a process,
+# where an environment sets PYTHONDONTWRITEBYTECODE.
 REFERENCE ?= ../shared/reference
 BENCH_ARGS ?=
 bench: $(DEV_STAMP)
 	-$(MAKE) --no-print-directory traces
-	$(BIN)/python benchmarks/bench.py --reference "$(REFERENCE)" $(BENCH_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python benchmarks/bench.py --reference "$(REFERENCE)" $(BENCH_ARGS)
 
 # Fit the GPU presets' efficiencies and the roofline's CPU and all-reduce costs to the published
 # measurements; the presets (simsched/config/presets.py) and roofline defaults carry these values.

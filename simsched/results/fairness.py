@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simsched.results.frames import admitted
+from simsched.results.frames import TenantRows, admitted
 
 
 def jain_index(values: np.ndarray, weights: np.ndarray | None = None) -> float:
@@ -43,14 +43,14 @@ def jain_index(values: np.ndarray, weights: np.ndarray | None = None) -> float:
 
 def fairness_summary(frame: pd.DataFrame, weights: dict[str, float]) -> dict[str, float | None]:
     """Two Jain indices, named for what they count, and the backlogged service gap."""
-    tenant_ids = frame["tenant_id"].to_numpy()
+    tenant_rows = TenantRows(frame)
     service = frame["service_tokens"].to_numpy()
     ok = admitted(frame)
     # Per-tenant sums on arrays, not a pandas groupby per call (the fixed cost of a small run):
     # service tokens are integers, so the sums are exact in any order.
     asked, normalised, met = [], [], []
-    for tenant in pd.unique(tenant_ids):  # first appearance, as `frame["tenant_id"].unique()`
-        mine = tenant_ids == tenant
+    for tenant in tenant_rows.names:  # first appearance, as `frame["tenant_id"].unique()`
+        mine = tenant_rows.of(tenant)
         demand = service[mine].sum()
         if demand > 0:
             served = service[mine & ok].sum()
@@ -74,7 +74,8 @@ def _rounded(value: float) -> float | None:
 class QueuedArrays:
     """The requests that entered a queue, as arrays (one frame filter, not one per tenant)."""
 
-    tenant_id: np.ndarray
+    tenant: np.ndarray  # each request's tenant code in `tenants`
+    tenants: TenantRows
     arrival_ms: np.ndarray  # float64
     left_ms: np.ndarray  # when it left the queue: dispatch, or a shed at the dispatch gate
     service_tokens: np.ndarray
@@ -88,8 +89,10 @@ class QueuedArrays:
         left = np.where(np.isnan(dispatch), arrival + wait, dispatch)
         ok = admitted(frame)
         entered = ok | (wait > 0)
+        tenants = TenantRows(frame)
         return cls(
-            tenant_id=frame["tenant_id"].to_numpy()[entered],
+            tenant=tenants.codes[entered],
+            tenants=tenants,
             arrival_ms=arrival[entered],
             left_ms=left[entered],
             service_tokens=frame["service_tokens"].to_numpy()[entered],
@@ -99,7 +102,7 @@ class QueuedArrays:
 
 def max_backlogged_gap(frame: pd.DataFrame, weights: dict[str, float]) -> float:
     queued = QueuedArrays.of(frame)
-    masks = {t: queued.tenant_id == t for t in weights}
+    masks = {t: queued.tenant == queued.tenants.code(t) for t in weights}
     tenants = [t for t in weights if masks[t].any()]
     spans = {
         t: merged_spans(queued.arrival_ms[masks[t]], queued.left_ms[masks[t]]) for t in tenants

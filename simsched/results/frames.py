@@ -181,6 +181,32 @@ def _latencies(columns: dict[str, Any]) -> dict[str, np.ndarray]:
     return {"tpot_ms": np.round(tpot, 3), "e2e_ms": e2e}
 
 
+def class_rows(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """Which rows are of priority class `name`, compared in the column's own strings (Arrow's
+    kernel): `to_numpy()` first made an object array of every row's text, 25 ms a call on a
+    500k-row run, and the results asked four times."""
+    return (frame["priority_class"] == name).to_numpy(dtype=bool)
+
+
+class TenantRows:
+    """Each tenant's rows of a frame as masks, from one factorisation of `tenant_id` rather
+    than an object array of every row's text compared once per tenant (the same masks)."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        codes, names = pd.factorize(frame["tenant_id"])
+        self.codes = codes
+        self.names = [str(name) for name in names]  # in order of first appearance, as pd.unique
+        self._code = {name: code for code, name in enumerate(self.names)}
+
+    def code(self, tenant: str) -> int:
+        """`tenant`'s code; -2 for a tenant the frame does not hold (-1 is a missing id's)."""
+        return self._code.get(tenant, -2)
+
+    def of(self, tenant: str) -> np.ndarray:
+        """The rows of `tenant` (none for a tenant the frame does not hold)."""
+        return self.codes == self.code(tenant)
+
+
 def admitted(rows: pd.DataFrame) -> np.ndarray:
     """Which rows were admitted (served): the one test of a request's outcome."""
     return rows["status_code"].to_numpy() == STATUS_OK

@@ -15,7 +15,7 @@ import pandas as pd
 from pandas.api.types import is_integer_dtype
 
 from simsched.config.scenario import Scenario
-from simsched.results.frames import admitted
+from simsched.results.frames import TenantRows, admitted, class_rows
 from simsched.results.percentiles import nearest_rank as percentile
 from simsched.results.tenants import ALL
 from simsched.sim.recorder import STATUS_OK
@@ -29,7 +29,7 @@ def nearest_rank(values: Any, p: float) -> float:
 def summarize(frame: pd.DataFrame) -> dict[str, Any]:
     """The reference's `summarize_outcomes`, over one variant's rows in decision order."""
     ok = admitted(frame)
-    interactive = frame["priority_class"].to_numpy() == "interactive"
+    interactive = class_rows(frame, "interactive")
     ttft = frame["ttft_ms"].to_numpy()
     shed_reasons = frame.loc[~ok, "reason"].value_counts(sort=False).to_dict()
     return {
@@ -50,13 +50,13 @@ def summarize(frame: pd.DataFrame) -> dict[str, Any]:
 def _by_tenant(frame: pd.DataFrame):
     """Each tenant's columns the summary reads, as arrays (a pandas groupby of the whole frame
     was a fixed cost of every run)."""
-    tenant_ids = frame["tenant_id"].to_numpy()
+    tenant_rows = TenantRows(frame)
     columns = {
         name: frame[name].to_numpy() for name in ("status_code", "ttft_ms", "service_tokens")
     }
-    for tid in pd.unique(tenant_ids):
-        mine = tenant_ids == tid
-        yield str(tid), {name: values[mine] for name, values in columns.items()}
+    for tid in tenant_rows.names:
+        mine = tenant_rows.of(tid)
+        yield tid, {name: values[mine] for name, values in columns.items()}
 
 
 def _tenant_summary(rows: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -124,5 +124,5 @@ def kv_use_per_instant(timeline: pd.DataFrame) -> np.ndarray:
 def _interactive_starved(frame: pd.DataFrame) -> bool:
     """Interactive requests were sent and none admitted: the reference's p99 of no values
     reads 0.0, which must not pass for a met target."""
-    interactive = frame["priority_class"].to_numpy() == "interactive"
+    interactive = class_rows(frame, "interactive")
     return bool(interactive.any() and not (interactive & admitted(frame)).any())

@@ -23,7 +23,7 @@ from simsched.config.classes import CLASS_NAMES
 from simsched.config.loading import resolve_variants
 from simsched.results.chargeback import COLUMNS as CHARGEBACK_COLUMNS
 from simsched.results.flow_shed import with_flow_shed_columns
-from simsched.results.frames import SimulationResult, admitted
+from simsched.results.frames import SimulationResult, TenantRows, admitted, class_rows
 from simsched.results.percentiles import nearest_rank
 from simsched.sim.recorder import SHED_REASONS, STATUS_OK
 from simsched.workload.build import tenant_rng
@@ -45,11 +45,11 @@ def tenant_metric_rows(
     span_s = _span_ms(frame) / 1000.0
     admitted_tokens = _admitted_tokens(frame)
     total_weight = sum(t.weight for t in scenario.tenants)
-    tenant_ids = frame["tenant_id"].to_numpy()
+    tenant_rows = TenantRows(frame)
     columns = row_columns(frame)
     rows = []
     for tenant in scenario.tenants:
-        mine = tenant_ids == tenant.id
+        mine = tenant_rows.of(tenant.id)
         row = _row(variant, tenant.id, _part(columns, mine), good[mine], span_s)
         row |= {"priority": tenant.priority, "weight": tenant.weight}
         row["service_share"] = _share(row["admitted_service_tokens"], admitted_tokens)
@@ -68,7 +68,7 @@ def tenant_metric_rows(
 
 def good_requests(frame: pd.DataFrame, slo) -> np.ndarray:
     """Admitted requests within their class's TTFT (and TPOT, where set) targets."""
-    interactive = frame["priority_class"].to_numpy() == "interactive"
+    interactive = class_rows(frame, "interactive")
     ok = admitted(frame)
     ttft_limit = np.where(interactive, slo.interactive_ttft_ms, slo.batch_ttft_ms)
     good = ok & (frame["ttft_ms"].to_numpy() <= ttft_limit)

@@ -110,9 +110,7 @@ class TickGateway(Gateway):
     lean_kernel = True  # the scheduler waits for the next arrival's instant, nothing else
 
     def tick(self, now: float) -> None:
-        arrived_by, pop, screen = self.feed.arrived_by, self.feed.pop, self._screen
-        while arrived_by(now):
-            screen(pop())
+        self.feed.deliver_until(now, self._screen)
 
     def next_arrival(self) -> simpy.Event:
         arrival = self.feed.next_arrival_ms

@@ -125,10 +125,11 @@ class LeanEnvironment:
         self.now = 0.0
         self._queue: list[tuple[float, int, int, Callable[[Any], None], Any]] = []
         self._eid = count()
+        self._resumer = self._resume  # bound once: a process resumes once per dispatch
 
     def process(self, generator: Generator[Wake, None, None]) -> None:
         # as SimPy's Initialize: the process starts at once, before anything else now
-        heappush(self._queue, (self.now, URGENT, next(self._eid), self._resume, generator))
+        heappush(self._queue, (self.now, URGENT, next(self._eid), self._resumer, generator))
 
     def timeout(self, delay: float) -> Wake:
         if delay < 0:
@@ -162,7 +163,7 @@ class LeanEnvironment:
     def _resume(self, generator: Generator[Wake, None, None]) -> None:
         wake = next(generator, None)  # a finished process, like one that waits for good, is gone
         if wake is not None:
-            heappush(self._queue, (*wake, self._resume, generator))
+            heappush(self._queue, (*wake, self._resumer, generator))
 
 
 class Alarm:

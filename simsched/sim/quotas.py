@@ -43,4 +43,5 @@ class TokenBuckets:
         return self.level[tenant] >= tokens
 
     def draw(self, tenant: int, tokens: int) -> None:
-        self.level[tenant] = max(0.0, self.level[tenant] - tokens)
+        left = self.level[tenant] - tokens
+        self.level[tenant] = left if left > 0.0 else 0.0  # max(0.0, left), without the call

@@ -87,6 +87,10 @@ class ReactiveFeed:
         while self.arrived_by(now):
             yield self.pop()
 
+    def deliver_until(self, now: float, deliver: Callable[[Request], None]) -> None:
+        for request in self.take_until(now):
+            deliver(request)
+
     def process(self, env: simpy.Environment, deliver: Callable[[Request], None]):
         """Under `evaluate_at: arrival`: pre-generated requests at their instants; scheduled
         ones are delivered by their own timers."""

@@ -11,6 +11,7 @@ import pytest
 
 from simsched import simulate
 from simsched.config.loading import load_scenario, resolve_variants, validate
+from simsched.errors import InputError
 from simsched.workload.build import build_workload, tenant_rng
 from simsched.workload.generators import generate_tenant, request_ids
 
@@ -140,3 +141,27 @@ def test_trace_lengths_resolve_relative_to_the_scenario_file(tmp_path: Path) -> 
     table = build_workload(load_scenario(tmp_path / "s.yaml"))
     np.testing.assert_array_equal(table.decode_tokens, 1000 * table.prefill_tokens)
     assert set(np.unique(table.prefill_tokens)) <= set(range(100, 150))
+
+
+def _trace_scenario(tmp_path: Path, first_id: str, generated: bool):
+    """A scenario trace of two rows for tenant `t` (`first_id`, then `r1`), beside a tenant `g`
+    with generated arrivals (ids `g-000000`, `g-000001`, ...) when `generated`."""
+    header = "request_id,tenant_id,arrival_ms,prefill_tokens,decode_tokens"
+    rows = [f"{first_id},t,0,10,5", "r1,t,1,10,5"]
+    (tmp_path / "trace.csv").write_text("\n".join([header, *rows]) + "\n")
+    tenants = [{"id": "t", "prefill_tokens": 10, "decode_tokens": 5}]
+    if generated:
+        tenants.append(tenant("g", arrivals={"kind": "poisson", "rate_per_s": 10, "count": 3}))
+    return scenario(*tenants, trace={"path": str(tmp_path / "trace.csv")})
+
+
+def test_a_trace_id_equal_to_a_generated_one_is_refused(tmp_path: Path) -> None:
+    # the trace's reader checks its own ids; the id it shares with the generated tenant is
+    # found only across the two tables
+    with pytest.raises(InputError, match="'g-000001' is used twice"):
+        build_workload(_trace_scenario(tmp_path, "g-000001", generated=True))
+
+
+def test_a_trace_alone_keeps_its_ids(tmp_path: Path) -> None:
+    table = build_workload(_trace_scenario(tmp_path, "g-000001", generated=False))
+    assert list(table.request_id) == ["g-000001", "r1"]

@@ -38,6 +38,7 @@ class TokenServer:
         self.min_prefill_ms = config.min_prefill_ms
         self.kv_blocks_total = config.total_kv_blocks
         self.kv = KvPool()
+        self._release = self.kv.release  # bound once: every request schedules one
         self.busy_until = 0.0
 
     @staticmethod
@@ -51,7 +52,11 @@ class TokenServer:
         return self.kv.peak / self.kv_blocks_total
 
     def first_token_delay_ms(self, request: Request) -> float:
-        return max(self.min_prefill_ms, request.prefill_tokens / self.prefill_rate)
+        """max(min_prefill_ms, prefill / prefill rate), as a comparison: the dispatcher asks
+        for it twice a request (`known_ttft_ms`, then `start`), a call and a `max` each time.
+        `max` returns its first argument on a tie, and equal floats are the same number."""
+        delay = request.prefill_tokens / self.prefill_rate
+        return delay if delay > self.min_prefill_ms else self.min_prefill_ms
 
     def known_ttft_ms(self, request: Request, wait_ms: float) -> float:
         # Summed in the reference's order (wait, then prefill) so the rounding agrees with it.
@@ -81,7 +86,7 @@ class TokenServer:
         self.recorder.served(
             request, 0, first_token, first_token if first_token > finish else finish
         )
-        self.env.call_later(hold_ms, RELEASE, self.kv.release, blocks)
+        self.env.call_later(hold_ms, RELEASE, self._release, blocks)
         return self.env.timeout(exec_ms)
 
     def snapshot(self) -> list[tuple[int, int, int, int, int]]:
