@@ -19,6 +19,7 @@ import numpy as np
 from simsched.config.yaml_io import read_text
 from simsched.errors import InputError, display_path
 from simsched.workload.formats.checks import fail
+from simsched.workload.formats.mooncake import ParsedRows, forget_rows, take_rows
 from simsched.workload.formats.window import TraceColumns, window
 from simsched.workload.prefixes import ChainIds, Prefix, prepend
 from simsched.workload.table import RequestTable
@@ -42,8 +43,11 @@ def with_prefixes(
     once."""
     trace = tenant.trace
     own = None
-    if trace_ids and trace is not None and trace.format == "mooncake":
-        own = mooncake_prefixes(trace, interner, {} if files is None else files)
+    if trace is not None and trace.format == "mooncake":
+        if trace_ids:
+            own = mooncake_prefixes(trace, interner, {} if files is None else files)
+        else:
+            forget_rows()  # the reader's parsed rows: their ids go unread
     system = getattr(tenant, "prefix", None)
     if own is None and system is None:
         return table
@@ -112,33 +116,44 @@ def _prefix(ids: list[int], start: int, size: int, length: int, full_ends: list)
 
 
 def _read_hash_ids(path: Path, label: str) -> tuple[np.ndarray, np.ndarray, TraceChains]:
-    """Every row's time, prompt length and chained block ids (`trace_chains.py`)."""
+    """Every row's time, prompt length and chained block ids (`trace_chains.py`), from the
+    rows the trace reader has just parsed (parsed again only if the file is not the one it
+    read last)."""
+    text = read_text(path, "trace file")
+    parsed = take_rows(text) or _parse_rows(text)
     times, lengths, flat, counts = [], [], [], []
-    for number, line in enumerate(read_text(path, "trace file").splitlines(), start=1):
-        if not line.strip():
-            continue
-        record = json.loads(line)  # read_trace has already checked every row's JSON and keys
-        ids = record.get("hash_ids")
+    for number, (timestamp, length, ids) in zip(parsed.lines, parsed.raw, strict=True):
         if ids is None:
             ids = []  # no prefix ids for this row: nothing of it can hit
         if not isinstance(ids, list):
             raise fail(label, number, "hash_ids is not a list of integers")
-        times.append(float(record["timestamp"]))
-        lengths.append(int(record["input_length"]))
+        times.append(float(timestamp))
+        lengths.append(int(length))
         flat += ids
         counts.append(len(ids))
     if not times:
         raise InputError(label, "", "holds no requests")
     if not set(map(type, flat)) <= {int}:  # bool is no id (one pass in C; the line only if bad)
-        raise fail(label, _first_bad_row(path, flat, counts), "hash_ids is not a list of integers")
+        raise fail(
+            label, _first_bad_row(parsed.lines, flat, counts), "hash_ids is not a list of integers"
+        )
     return np.asarray(times), np.asarray(lengths), chain_numbers(flat, counts)
 
 
-def _first_bad_row(path: Path, flat: list, counts: list[int]) -> int:
+def _parse_rows(text: str) -> ParsedRows:
+    """The rows of a file the reader did not read last (read_trace has already checked every
+    row's JSON and keys)."""
+    lines, raw = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            record = json.loads(line)
+            lines.append(number)
+            raw.append((record["timestamp"], record["input_length"], record.get("hash_ids")))
+    return ParsedRows(text, lines, raw)
+
+
+def _first_bad_row(lines: list[int], flat: list, counts: list[int]) -> int:
     """The line of the first row whose hash_ids hold something other than an integer."""
-    lines = [
-        n for n, line in enumerate(read_text(path, "trace file").splitlines(), 1) if line.strip()
-    ]
     start = 0
     for number, count in zip(lines, counts, strict=True):
         if any(type(x) is not int for x in flat[start : start + count]):

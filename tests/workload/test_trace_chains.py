@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 
 from simsched.errors import InputError
+from simsched.workload import prefix_sources
+from simsched.workload.formats import read_trace
+from simsched.workload.formats.mooncake import forget_rows
 from simsched.workload.prefix_sources import mooncake_prefixes
 from simsched.workload.prefixes import ChainIds, Prefix, compress_chains
 from simsched.workload.trace_chains import chain_numbers
@@ -114,6 +117,27 @@ def test_a_row_keeps_the_ids_its_prompt_covers_in_time_order(tmp_path: Path) -> 
     assert first.ends == [512, 1024] and second.ends == [512, 600]
     assert first.ids == second.ids  # the same two chained ids
     assert interner.chain(0, "next") == 1 + 3  # three chains reserved: (1), (1,2), (1,2,3)
+
+
+def test_the_ids_come_from_the_readers_parse_and_a_parse_of_their_own_agrees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [
+        {"timestamp": 5, "input_length": 600, "output_length": 1, "hash_ids": [1, 2, 3]},
+        {"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]},
+        {"timestamp": 2, "input_length": 100, "output_length": 1},
+    ]
+    trace = _trace(tmp_path / "t.jsonl", [json.dumps(row) for row in rows])
+    read_trace(trace.path, "mooncake")  # as the workload does, before the prefix source
+    parses = []
+    monkeypatch.setattr(prefix_sources.json, "loads", lambda line: parses.append(line))
+    shared = mooncake_prefixes(trace, ChainIds(), {})
+    assert parses == []  # no row parsed a second time
+    monkeypatch.undo()
+    forget_rows()  # as with caching off: the prefix source must parse the file itself
+    own = mooncake_prefixes(trace, ChainIds(), {})
+    assert [(p.ids, p.ends) for p in shared] == [(p.ids, p.ends) for p in own]
+    assert [p.ends for p in own] == [[512, 1024], [], [512, 600]]
 
 
 def _prompts(rows: list[list[int]], ends_of) -> np.ndarray:

@@ -1,12 +1,15 @@
 """The Mooncake FAST'25 trace: JSON lines with `timestamp` (ms), `input_length`, `output_length`.
 
-`hash_ids` (prefix blocks) are read apart, for prefix caching (`workload/prefix_sources.py`);
-other keys are ignored. Blank lines are skipped but still counted.
+`hash_ids` (prefix blocks) are checked and chained apart, for prefix caching
+(`workload/prefix_sources.py`), from the rows this reader has parsed: it keeps the last file's
+(`take_rows`), so the JSON is parsed once; other keys are ignored. Blank lines are skipped but
+still counted.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -24,17 +27,45 @@ def read_mooncake(text: str, label: str, filters: dict):
     rows = [(number, line) for number, line in enumerate(lines, start=1) if line.strip()]
     if not rows:
         raise InputError(label, "", "holds no requests")
-    values = np.array([_row(line, number, label) for number, line in rows], dtype=object)
+    records = [_row(line, number, label) for number, line in rows]
+    values = np.array([plain for plain, _ in records], dtype=object)
     index = pd.Index([number for number, _ in rows])
     times, prefill, decode = (pd.Series(values[:, i], index=index) for i in range(3))
-    return (
+    columns = (
         checked_times(times, "timestamp", label),
         numbers(prefill, "input_length", label, integer=True),
         numbers(decode, "output_length", label, integer=True),
     )
+    _kept[:] = [ParsedRows(text, index.tolist(), [raw for _, raw in records])]  # all valid
+    return columns
 
 
-def _row(line: str, number: int, label: str) -> tuple:
+@dataclass(frozen=True)
+class ParsedRows:
+    """A file's rows as the reader parsed them: each row's line and its raw
+    `(timestamp, input_length, hash_ids)` values (`hash_ids` None where absent)."""
+
+    text: str
+    lines: list[int]
+    raw: list[tuple]
+
+
+_kept: list[ParsedRows] = []  # the last file read, until the prefix source takes it
+
+
+def take_rows(text: str) -> ParsedRows | None:
+    """The rows of `text` if it is the file read last (then forgotten: one file's values are
+    held only between reading a tenant's trace and building its prefixes), else None."""
+    parsed = _kept.pop() if _kept else None
+    return parsed if parsed is not None and parsed.text == text else None
+
+
+def forget_rows() -> None:
+    """Drop the kept rows (their `hash_ids` are not wanted: prefix caching is off)."""
+    _kept.clear()
+
+
+def _row(line: str, number: int, label: str) -> tuple[tuple, tuple]:
     try:
         record = json.loads(line, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
@@ -51,7 +82,8 @@ def _row(line: str, number: int, label: str) -> tuple:
     if missing:
         raise fail(label, number, f"missing key(s): {', '.join(missing)}")
     # numbers pass through; anything else becomes text so `numbers` reports it with its line
-    return tuple(_plain(record[key], key, number, label) for key in MOONCAKE_KEYS)
+    plain = tuple(_plain(record[key], key, number, label) for key in MOONCAKE_KEYS)
+    return plain, (record["timestamp"], record["input_length"], record.get("hash_ids"))
 
 
 def _plain(value, key: str, number: int, label: str) -> float | str:
