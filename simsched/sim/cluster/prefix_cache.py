@@ -131,10 +131,27 @@ class PrefixCachedKv(PlainKv):
         self.recorder.cached(seq.request, seq.done)  # a restart's re-hits are recorded apart
 
     def hold(self, blocks: int) -> None:
-        excess = self.level + self.free_blocks + blocks - self.capacity
-        if excess > 0:
-            self._evict(min(excess, self.free_blocks))  # more than that overflows, below
-        super().hold(blocks)
+        """Evict what the new blocks displace, then hold them: once an iteration, so the
+        common eviction (from the top of the oldest free piece) and `KvPool.hold`'s checks and
+        count are inlined here, one call where there were four."""
+        level = self.level
+        excess = level + self.free_blocks + blocks - self.capacity
+        free = self.free_blocks
+        if excess > 0 and free:
+            count = excess if excess < free else free  # more than that overflows, below
+            _, _, token, piece = self.queue[0]
+            if piece.token == token and piece.hi - piece.lo > count:
+                self.free_blocks = free - count  # `_evict`'s first case: the piece outlasts it
+                piece.hi -= count
+            else:
+                self._evict(count)
+        if blocks < 0 or level + blocks > self.capacity:
+            super().hold(blocks)  # raises, naming the violation
+        level += blocks
+        self.level = level
+        if level > self.peak:
+            self.peak = level
+        self.fleet.held += blocks
 
     def computed(self, seq: Seq) -> None:
         """Its newly full blocks become cached (held by the sequence)."""
@@ -265,7 +282,12 @@ class PrefixCachedKv(PlainKv):
             else:
                 added += self._fill_gaps(pieces, chain, a, b, shared)
                 continue
-            _share(shared, chain, a, b)
+            # `_share`, inlined (a call per prefill chunk): the chunk continues the held run
+            last_run = shared[-1] if shared else None
+            if last_run is not None and last_run[0] == chain and last_run[2] == a:
+                shared[-1] = (chain, last_run[1], b)
+            else:
+                shared.append((chain, a, b))
             added += b - a
         return added
 
