@@ -42,7 +42,9 @@ def build_workload(scenario) -> RequestTable:
     tables += [
         with_prefixes(
             _replayed(
-                tenant_trace_table(tenant.trace, tenant, index), scenario, f"tenants[{index}].trace"
+                tenant_trace_table(tenant.trace, tenant, index, trace_ids),
+                scenario,
+                f"tenants[{index}].trace",
             ),
             tenant,
             interner,

@@ -19,7 +19,7 @@ import numpy as np
 from simsched.config.yaml_io import read_text
 from simsched.errors import InputError, display_path
 from simsched.workload.formats.checks import fail
-from simsched.workload.formats.mooncake import ParsedRows, forget_rows, take_rows
+from simsched.workload.formats.mooncake import ParsedRows, take_rows
 from simsched.workload.formats.window import TraceColumns, window
 from simsched.workload.prefixes import ChainIds, Prefix, prepend
 from simsched.workload.table import RequestTable
@@ -43,11 +43,8 @@ def with_prefixes(
     once."""
     trace = tenant.trace
     own = None
-    if trace is not None and trace.format == "mooncake":
-        if trace_ids:
-            own = mooncake_prefixes(trace, interner, {} if files is None else files)
-        else:
-            forget_rows()  # the reader's parsed rows: their ids go unread
+    if trace_ids and trace is not None and trace.format == "mooncake":
+        own = mooncake_prefixes(trace, interner, {} if files is None else files)
     system = getattr(tenant, "prefix", None)
     if own is None and system is None:
         return table

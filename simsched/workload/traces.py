@@ -11,9 +11,12 @@ from simsched.workload.generators import request_ids
 from simsched.workload.table import RequestTable
 
 
-def tenant_trace_table(trace: TenantTrace, tenant, index: int) -> RequestTable:
-    """The tenant's requests from its trace: its id prefix, its index, its priority class."""
-    columns = read_trace(trace.path, trace.format, **trace.options())
+def tenant_trace_table(
+    trace: TenantTrace, tenant, index: int, prefix_rows: bool = False
+) -> RequestTable:
+    """The tenant's requests from its trace: its id prefix, its index, its priority class.
+    `prefix_rows`: the prefix source will read the trace's prefix ids (`read_trace`)."""
+    columns = read_trace(trace.path, trace.format, prefix_rows=prefix_rows, **trace.options())
     count = len(columns)
     return RequestTable(
         request_id=request_ids(tenant.id, count),

@@ -14,7 +14,6 @@ import pytest
 from simsched.errors import InputError
 from simsched.workload import prefix_sources
 from simsched.workload.formats import read_trace
-from simsched.workload.formats.mooncake import forget_rows
 from simsched.workload.prefix_sources import mooncake_prefixes
 from simsched.workload.prefixes import ChainIds, Prefix, compress_chains
 from simsched.workload.trace_chains import chain_numbers
@@ -128,14 +127,20 @@ def test_the_ids_come_from_the_readers_parse_and_a_parse_of_their_own_agrees(
         {"timestamp": 2, "input_length": 100, "output_length": 1},
     ]
     trace = _trace(tmp_path / "t.jsonl", [json.dumps(row) for row in rows])
-    read_trace(trace.path, "mooncake")  # as the workload does, before the prefix source
-    parses = []
-    monkeypatch.setattr(prefix_sources.json, "loads", lambda line: parses.append(line))
+    parses: list[str] = []
+    parse = prefix_sources._parse_rows
+
+    def counted(text: str) -> object:
+        parses.append(text)
+        return parse(text)
+
+    monkeypatch.setattr(prefix_sources, "_parse_rows", counted)
+    read_trace(trace.path, "mooncake", prefix_rows=True)  # as the workload does with caching
     shared = mooncake_prefixes(trace, ChainIds(), {})
     assert parses == []  # no row parsed a second time
-    monkeypatch.undo()
-    forget_rows()  # as with caching off: the prefix source must parse the file itself
+    read_trace(trace.path, "mooncake")  # caching off: the reader keeps nothing
     own = mooncake_prefixes(trace, ChainIds(), {})
+    assert len(parses) == 1  # so the prefix source parsed the file itself
     assert [(p.ids, p.ends) for p in shared] == [(p.ids, p.ends) for p in own]
     assert [p.ends for p in own] == [[512, 1024], [], [512, 600]]
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from simsched.config.yaml_io import read_text
 from simsched.errors import InputError, display_path
-from simsched.workload.formats.mooncake import read_mooncake
+from simsched.workload.formats.mooncake import read_mooncake, read_mooncake_keeping_rows
 from simsched.workload.formats.tabular import LAYOUTS
 from simsched.workload.formats.window import TraceColumns, check_window, window
 
@@ -50,6 +50,8 @@ READERS = {
     "burstgpt": Reader(LAYOUTS["burstgpt"].read),
 }
 FORMATS = tuple(READERS)
+# readers that also keep their parsed rows for the prefix source (`read_trace(prefix_rows=True)`)
+ROW_KEEPING_READERS = {"mooncake": Reader(read_mooncake_keeping_rows)}
 
 
 def read_trace(
@@ -62,12 +64,14 @@ def read_trace(
     max_requests: int | None = None,
     model: str | None = None,
     log_type: str | None = None,
+    prefix_rows: bool = False,
 ) -> TraceColumns:
     """The rows of a trace in a window, times relative to the first kept row, then scaled.
 
     `start_s`/`duration_s` keep rows whose time since the trace's first row lies in
     [start_s, start_s + duration_s); `max_requests` then keeps the first N; `time_scale`
-    multiplies every time (0.5 halves every gap, doubling the rate).
+    multiplies every time (0.5 halves every gap, doubling the rate). `prefix_rows`: a reader
+    that can (Mooncake) keeps its parsed rows for the prefix source, which then parses nothing.
     """
     label = display_path(path)
     filters = {"model": model, "log_type": log_type}
@@ -75,7 +79,8 @@ def read_trace(
         raise _unknown_format(label, format)
     check_window(label, time_scale, start_s, duration_s, max_requests)
     _check_filters(label, format, filters)
-    columns = _read_columns(Path(path), format, label, filters)
+    reader = ROW_KEEPING_READERS.get(format) if prefix_rows else None
+    columns = _read_columns(Path(path), format, label, filters, reader)
     kept = window(columns, label, start_s, duration_s, max_requests)
     return TraceColumns(kept.arrival_ms * time_scale, kept.prefill_tokens, kept.decode_tokens)
 
@@ -130,9 +135,12 @@ def _trace_text(path: Path, format: str) -> str:
         raise InputError(display_path(path), exc.where, exc.message + hint) from None
 
 
-def _read_columns(path: Path, format: str, label: str, filters: dict) -> TraceColumns:
-    """All rows, sorted by time, times in ms since the first row."""
-    reader = READERS[format]
+def _read_columns(
+    path: Path, format: str, label: str, filters: dict, reader: Reader | None = None
+) -> TraceColumns:
+    """All rows, sorted by time, times in ms since the first row (by `reader`, else the
+    format's own)."""
+    reader = READERS[format] if reader is None else reader
     times, prefill, decode = reader.read(_trace_text(path, format), label, filters)
     order = np.argsort(times, kind="stable")
     times = times[order]

@@ -1,9 +1,9 @@
 """The Mooncake FAST'25 trace: JSON lines with `timestamp` (ms), `input_length`, `output_length`.
 
 `hash_ids` (prefix blocks) are checked and chained apart, for prefix caching
-(`workload/prefix_sources.py`), from the rows this reader has parsed: it keeps the last file's
-(`take_rows`), so the JSON is parsed once; other keys are ignored. Blank lines are skipped but
-still counted.
+(`workload/prefix_sources.py`), from the rows this reader has parsed when asked to keep them
+(`read_trace(prefix_rows=True)`, then `take_rows`), so the JSON is parsed once; other keys
+are ignored. Blank lines are skipped but still counted.
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ from simsched.workload.formats.checks import times as checked_times
 MOONCAKE_KEYS = ("timestamp", "input_length", "output_length")
 
 
-def read_mooncake(text: str, label: str, filters: dict):
-    """Times (ms), prefill and decode tokens in file order; Mooncake has nothing to filter on."""
+def read_mooncake(text: str, label: str, filters: dict, keep_rows: bool = False):
+    """Times (ms), prefill and decode tokens in file order; Mooncake has nothing to filter on.
+    `keep_rows`: keep the rows' raw values for the prefix source (`take_rows`)."""
     lines = text.splitlines()
     rows = [(number, line) for number, line in enumerate(lines, start=1) if line.strip()]
     if not rows:
         raise InputError(label, "", "holds no requests")
-    records = [_row(line, number, label) for number, line in rows]
-    values = np.array([plain for plain, _ in records], dtype=object)
+    raw: list[tuple] | None = [] if keep_rows else None
+    values = np.array([_row(line, number, label, raw) for number, line in rows], dtype=object)
     index = pd.Index([number for number, _ in rows])
     times, prefill, decode = (pd.Series(values[:, i], index=index) for i in range(3))
     columns = (
@@ -36,8 +37,15 @@ def read_mooncake(text: str, label: str, filters: dict):
         numbers(prefill, "input_length", label, integer=True),
         numbers(decode, "output_length", label, integer=True),
     )
-    _kept[:] = [ParsedRows(text, index.tolist(), [raw for _, raw in records])]  # all valid
+    _kept.clear()
+    if raw is not None:
+        _kept.append(ParsedRows(text, index.tolist(), raw))  # every row checked above
     return columns
+
+
+def read_mooncake_keeping_rows(text: str, label: str, filters: dict):
+    """`read_mooncake` for a workload whose prefix cache reads the file's `hash_ids`."""
+    return read_mooncake(text, label, filters, keep_rows=True)
 
 
 @dataclass(frozen=True)
@@ -50,7 +58,9 @@ class ParsedRows:
     raw: list[tuple]
 
 
-_kept: list[ParsedRows] = []  # the last file read, until the prefix source takes it
+_kept: list[
+    ParsedRows
+] = []  # the last file read keeping its rows, until the prefix source takes it
 
 
 def take_rows(text: str) -> ParsedRows | None:
@@ -60,12 +70,7 @@ def take_rows(text: str) -> ParsedRows | None:
     return parsed if parsed is not None and parsed.text == text else None
 
 
-def forget_rows() -> None:
-    """Drop the kept rows (their `hash_ids` are not wanted: prefix caching is off)."""
-    _kept.clear()
-
-
-def _row(line: str, number: int, label: str) -> tuple[tuple, tuple]:
+def _row(line: str, number: int, label: str, raw: list[tuple] | None) -> tuple:
     try:
         record = json.loads(line, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
@@ -82,8 +87,9 @@ def _row(line: str, number: int, label: str) -> tuple[tuple, tuple]:
     if missing:
         raise fail(label, number, f"missing key(s): {', '.join(missing)}")
     # numbers pass through; anything else becomes text so `numbers` reports it with its line
-    plain = tuple(_plain(record[key], key, number, label) for key in MOONCAKE_KEYS)
-    return plain, (record["timestamp"], record["input_length"], record.get("hash_ids"))
+    if raw is not None:  # as the prefix source reads them (`prefix_sources._read_hash_ids`)
+        raw.append((record["timestamp"], record["input_length"], record.get("hash_ids")))
+    return tuple(_plain(record[key], key, number, label) for key in MOONCAKE_KEYS)
 
 
 def _plain(value, key: str, number: int, label: str) -> float | str:
