@@ -14,7 +14,7 @@ from simsched.errors import InputError
 from simsched.workload.generators import generate_tenant
 from simsched.workload.limits import check_request_budget, check_times
 from simsched.workload.prefix_sources import with_prefixes
-from simsched.workload.prefixes import ChainIds, compress_chains
+from simsched.workload.prefixes import ChainIds, collector_paused, compress_chains
 from simsched.workload.session_plans import is_reactive
 from simsched.workload.table import RequestTable, merge_sorted
 from simsched.workload.trace_csv import read_trace_csv
@@ -65,7 +65,8 @@ def build_workload(scenario) -> RequestTable:
     if not trace_alone:
         _reject_duplicate_ids(table, scenario)
     if table.prefix is not None:
-        compress_chains(table.prefix)  # the workload's own prefixes, built above
+        with collector_paused():
+            compress_chains(table.prefix)  # the workload's own prefixes, built above
     return table
 
 

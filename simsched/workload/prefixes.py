@@ -23,12 +23,33 @@ session's earlier turns (`sessions.py`).
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import chain as chain_all
 
 import numpy as np
 
 KEY_SPAN = 2**24  # KV blocks per prompt a key can index (2**24 blocks of 16 = 268M tokens)
 NO_KEY = -1
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Build a workload's prefixes (tens of thousands of `Prefix` objects and lists of ints,
+    none of them in a reference cycle) with Python's cyclic garbage collector paused: every
+    container they allocate counts toward its next pass, and each pass would walk the young
+    ones, and a full pass every live one, to free nothing. Reference counting frees what they
+    drop as before, so nothing but the collector's time changes (the Mooncake trace: 0.08
+    CPU-seconds of collector time in building its workload, against 0.01 with caching off)."""
+    if not gc.isenabled():  # already paused by a caller: leave it so
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class ChainIds:

@@ -3,6 +3,7 @@ reader feeds them (workload/prefix_sources.py)."""
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 from pathlib import Path
@@ -15,7 +16,7 @@ from simsched.errors import InputError
 from simsched.workload import prefix_sources
 from simsched.workload.formats import read_trace
 from simsched.workload.prefix_sources import mooncake_prefixes
-from simsched.workload.prefixes import ChainIds, Prefix, compress_chains
+from simsched.workload.prefixes import ChainIds, Prefix, collector_paused, compress_chains
 from simsched.workload.trace_chains import chain_numbers
 
 
@@ -188,3 +189,18 @@ def test_a_chain_always_followed_by_the_same_one_is_joined_into_it() -> None:
     compress_chains(prompts)
     assert [p.ends for p in prompts] == [[16], [16, 24], [16]]
     assert [p.ids for p in prompts] == [ids[1:] for ids in ids_before]
+
+
+def test_the_collector_is_paused_while_prefixes_are_built_and_restored_after() -> None:
+    assert gc.isenabled()
+    with pytest.raises(KeyError), collector_paused():
+        assert not gc.isenabled()
+        raise KeyError("a failed build")  # still restored
+    assert gc.isenabled()
+    gc.disable()  # a caller that paused it itself keeps it paused
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
