@@ -19,7 +19,7 @@ import numpy as np
 from simsched.config.yaml_io import read_text
 from simsched.errors import InputError, display_path
 from simsched.workload.formats.checks import fail
-from simsched.workload.formats.mooncake import ParsedRows, take_rows
+from simsched.workload.formats.mooncake import ParsedRows, drop_rows, take_rows
 from simsched.workload.formats.window import TraceColumns, window
 from simsched.workload.prefixes import ChainIds, Prefix, collector_paused, prepend
 from simsched.workload.table import RequestTable
@@ -78,6 +78,8 @@ def mooncake_prefixes(trace, interner: ChainIds, files: dict) -> list[Prefix]:
     resolved = str(Path(trace.path).resolve())
     if resolved not in files:
         files[resolved] = _read_hash_ids(Path(trace.path), label)
+    else:
+        drop_rows()  # this tenant's read of the file, not wanted: its ids are chained above
     times, lengths, chains = files[resolved]
     # one id range per (file, cache_salt): tenants replaying one file with one salt share
     # their chains, as with vLLM's cache_salt; another salt gets ids no other chain has

@@ -14,7 +14,7 @@ import pytest
 
 from simsched.errors import InputError
 from simsched.workload import prefix_sources
-from simsched.workload.formats import read_trace
+from simsched.workload.formats import mooncake, read_trace
 from simsched.workload.prefix_sources import mooncake_prefixes
 from simsched.workload.prefixes import ChainIds, Prefix, collector_paused, compress_chains
 from simsched.workload.trace_chains import chain_numbers
@@ -144,6 +144,11 @@ def test_the_ids_come_from_the_readers_parse_and_a_parse_of_their_own_agrees(
     assert len(parses) == 1  # so the prefix source parsed the file itself
     assert [(p.ids, p.ends) for p in shared] == [(p.ids, p.ends) for p in own]
     assert [p.ends for p in own] == [[512, 1024], [], [512, 600]]
+    files: dict = {}
+    for _tenant in range(2):  # two tenants replaying one file: its ids are chained once
+        read_trace(trace.path, "mooncake", prefix_rows=True)
+        mooncake_prefixes(trace, ChainIds(), files)
+    assert mooncake.take_rows(Path(trace.path).read_text()) is None  # the second read: not kept
 
 
 def _prompts(rows: list[list[int]], ends_of) -> np.ndarray:

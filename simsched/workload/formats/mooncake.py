@@ -70,6 +70,11 @@ def take_rows(text: str) -> ParsedRows | None:
     return parsed if parsed is not None and parsed.text == text else None
 
 
+def drop_rows() -> None:
+    """Forget the kept rows (a second tenant replaying a file whose ids are already chained)."""
+    _kept.clear()
+
+
 def _row(line: str, number: int, label: str, raw: list[tuple] | None) -> tuple:
     try:
         record = json.loads(line, object_pairs_hook=_unique_keys)
