@@ -16,7 +16,7 @@ SATURATED_ENGINE_ERROR = "29.3%"  # median of the nine EN-G7/8/9 figures, worst 
 
 
 def engine_notes(resolved: dict[str, Any], variants: list[str]) -> list[str]:
-    engines = {variant: _engine_of(resolved[variant].cluster) for variant in variants}
+    engines = {variant: engine_of(resolved[variant].cluster) for variant in variants}
     if len(set(engines.values())) < 2:
         return []
     named = ", ".join(_named(variant, engine) for variant, engine in engines.items())
@@ -35,7 +35,7 @@ def _named(label: str, engine: str) -> str:
     return label if label == engine or label.endswith(f"={engine}") else f"{label} {engine}"
 
 
-def _engine_of(cluster: Any) -> str:
+def engine_of(cluster: Any) -> str:
     """The engine a cluster runs (its pools' engines joined), `default` when it names none."""
     pools = getattr(cluster, "pools", None) or [cluster]
     return "+".join(sorted({_name(getattr(pool, "engine", None)) for pool in pools}))

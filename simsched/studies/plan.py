@@ -49,7 +49,7 @@ from simsched.config.router import router_warning
 from simsched.config.scenario import Scenario
 from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
-from simsched.outputs.engine_notes import engine_notes
+from simsched.outputs.engine_notes import engine_notes, engine_of
 from simsched.outputs.moe_notes import moe_notes
 from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicity_warnings
 from simsched.studies.fleet import Combo, FleetPlan, combinations, shown
@@ -270,11 +270,12 @@ def _engine_notes(
     combinations of `--over` (say `--over cluster.engine=vllm,sglang`) when they differ so."""
     if len(plans) < 2:
         return []
-    resolved = {}
+    resolved = {}  # one per engine: an `--over cluster.gpu=...` beside it repeats each engine
     for result in plans:
         if result.error is None:
-            loaded = source.load_at(result.combo, result.knob, result.values[0], flag)
-            resolved[shown(result.combo)] = _variant(loaded, chosen, label)[1]
+            loaded = _variant(source.load_at(result.combo, result.knob, result.values[0], flag),
+                              chosen, label)[1]  # fmt: skip
+            resolved.setdefault(engine_of(loaded.cluster), loaded)
     return engine_notes(resolved, list(resolved))
 
 
