@@ -246,9 +246,10 @@ class ContinuousBatchingConfig(BaseModel):
     @model_validator(mode="after")
     def _v1_has_no_multi_step(self) -> ContinuousBatchingConfig:
         if self.engine is not None and self.engine.name == "vllm" and self.num_scheduler_steps > 1:
-            raise ValueError(
-                "num_scheduler_steps: vLLM V1 (engine vllm) has no multi-step scheduling; "
-                "use engine vllm-0.6 or leave num_scheduler_steps at 1"
+            raise SubfieldError(  # located at the setting: cluster.num_scheduler_steps
+                "num_scheduler_steps",
+                "vLLM V1 (engine vllm) has no multi-step scheduling; "
+                "use engine vllm-0.6 or leave num_scheduler_steps at 1",
             )
         return self
 
@@ -370,7 +371,8 @@ def _multi_step_needs_steps(config: ContinuousBatchingConfig) -> None:
     step is vLLM 0.6's own default (`--num-scheduler-steps 1`, multi-step off)."""
     written = "cpu_time" in config.model_fields_set
     if written and config.cpu_time == "multi_step" and config.num_scheduler_steps == 1:
-        raise ValueError(
-            "cpu_time: multi_step amortises the CPU time over num_scheduler_steps iterations, "
-            "and num_scheduler_steps is 1 (serial); set num_scheduler_steps > 1 or cpu_time: serial"
+        raise SubfieldError(  # located at the setting: cluster.cpu_time
+            "cpu_time",
+            "multi_step amortises the CPU time over num_scheduler_steps iterations, and "
+            "num_scheduler_steps is 1 (serial); set num_scheduler_steps > 1 or cpu_time: serial",
         )

@@ -49,6 +49,7 @@ from simsched.config.router import router_warning
 from simsched.config.scenario import Scenario
 from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
+from simsched.outputs.engine_notes import engine_notes, engine_of
 from simsched.outputs.moe_notes import moe_notes
 from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicity_warnings
 from simsched.studies.fleet import Combo, FleetPlan, combinations, shown
@@ -150,6 +151,7 @@ def plan(
         if exc is not None:
             rejected[result.combo] = exc
     refuse_values_invalid_everywhere(over, rejected, label)
+    notes += _engine_notes(source, plans, chosen, flag, label)  # engines set side by side
     seed_list = tuple(range(base.seed, base.seed + seeds)) if seeds > 1 else (None,)
     spec = ProbeSpec(source.path, label, source.raw, tuple(source.overrides), knob, chosen,
                      tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule,
@@ -259,6 +261,22 @@ class _Source:
 def _variant(scenario: Scenario, name: str | None, label: str) -> tuple[str, Scenario]:
     variants = resolve_variants(scenario, label)
     return select_variants(variants, [name], label)[0] if name else variants[-1]
+
+
+def _engine_notes(
+    source: _Source, plans: list[PlanResult], chosen: str, flag: str, label: str
+) -> list[str]:
+    """The engine note a `simsched scenario` table gives variants on different engines, for the
+    combinations of `--over` (say `--over cluster.engine=vllm,sglang`) when they differ so."""
+    if len(plans) < 2:
+        return []
+    resolved = {}  # one per engine: an `--over cluster.gpu=...` beside it repeats each engine
+    for result in plans:
+        if result.error is None:
+            loaded = _variant(source.load_at(result.combo, result.knob, result.values[0], flag),
+                              chosen, label)[1]  # fmt: skip
+            resolved.setdefault(engine_of(loaded.cluster), loaded)
+    return engine_notes(resolved, list(resolved))
 
 
 def _check_ends(
