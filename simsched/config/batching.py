@@ -299,6 +299,20 @@ class ContinuousBatchingConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _mtp_needs_the_models_module(self) -> ContinuousBatchingConfig:
+        # MTP drafts with the checkpoint's own prediction module; on a model without one the
+        # drafter's cost and acceptance would describe a module that does not exist
+        spec, model = self.speculative, self.model
+        if spec is not None and spec.method == "mtp" and not getattr(model, "mtp_modules", 0):
+            raise SubfieldError(  # located at the setting: cluster.speculative.method
+                "speculative.method",
+                "mtp drafts with the model's multi-token-prediction module, and model "
+                f"{model.name!r} has none (config.json num_nextn_predict_layers); use eagle, "
+                "draft_model or ngram, or give the model mtp_modules",
+            )
+        return self
+
+    @model_validator(mode="after")
     def _moe_layout_fits(self) -> ContinuousBatchingConfig:
         if self.moe_serving is not None:
             try:
