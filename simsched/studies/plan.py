@@ -71,7 +71,7 @@ from simsched.studies.probing import ProbeSpec, run_probes
 from simsched.studies.provisioned_cost import autoscaled, provisioned_cost_per_hour
 from simsched.studies.quota_sizing import quota_tenant
 from simsched.studies.runners import LocalPool, connect_dask, run_on_client
-from simsched.studies.seed_fragility import one_seed_note
+from simsched.studies.seed_fragility import one_seed_note, thin_answer_note
 from simsched.studies.uncertainty import (
     check_uncertainty,
     default_tie_margin,
@@ -197,7 +197,10 @@ def plan(
         fleet.notes.append(fleet.headroom.text)
     elif no_headroom:
         fleet.notes.append(no_headroom)
-    fleet.notes += [note for note in [one_seed_note(fleet, tie_margin)] if note]
+    thin = one_seed_note(fleet, tie_margin)
+    if thin is None and not model_error:  # --model-error says where the answer goes itself
+        thin = thin_answer_note(fleet, tie_margin)
+    fleet.notes += [thin] if thin else []
     if fleet.best is not None:
         fleet.utilisation, usage_notes = answer_utilisation(fleet, source.load_at, flag)
         fleet.notes += usage_notes
