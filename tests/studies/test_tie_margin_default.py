@@ -79,3 +79,11 @@ def test_the_command_line_help_states_the_margin_each_model_gets() -> None:
     text = " ".join(option.help.split())
     assert "1.8 with speculative decoding" not in text
     assert "5.8 for any model" in text and "13.7 for an MoE model" in text
+
+
+def test_the_cli_reference_states_the_moe_default_too() -> None:
+    # docs/cli.md's plan section gave 5.8 as the only default: an MoE model gets 13.7
+    text = " ".join((REPO / "docs" / "cli.md").read_text().split())
+    start = text.index("near-tie note for any option within `--tie-margin PCT`")
+    sentence = text[start : text.index(";", start)]
+    assert "5.8" in sentence and "13.7 for an MoE model" in sentence
