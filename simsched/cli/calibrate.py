@@ -85,7 +85,10 @@ def render(result: Calibration) -> str:
         notes = [setting.name] if setting.name else []
         if setting.cases:
             first, count = setting.cases[0], len(setting.cases)
-            notes.append(f"only {first}" if count == 1 else f"{count} cases from {first}")
+            if count == 1:
+                notes.append(f"only {first}")
+            elif count < len(spec.cases):  # a subset: how many, and the first by name
+                notes.append(f"only {count} of the {len(spec.cases)} cases: {first}, ...")
         only = f"   # {'; '.join(notes)}" if notes else ""
         lines.append(f"  {setting.path}={value:.4g}{only}")
     labels = ("as written", "fitted" if result.fit else "start values")

@@ -246,9 +246,10 @@ class ContinuousBatchingConfig(BaseModel):
     @model_validator(mode="after")
     def _v1_has_no_multi_step(self) -> ContinuousBatchingConfig:
         if self.engine is not None and self.engine.name == "vllm" and self.num_scheduler_steps > 1:
-            raise ValueError(
-                "num_scheduler_steps: vLLM V1 (engine vllm) has no multi-step scheduling; "
-                "use engine vllm-0.6 or leave num_scheduler_steps at 1"
+            raise SubfieldError(  # located at the setting: cluster.num_scheduler_steps
+                "num_scheduler_steps",
+                "vLLM V1 (engine vllm) has no multi-step scheduling; "
+                "use engine vllm-0.6 or leave num_scheduler_steps at 1",
             )
         return self
 
@@ -294,6 +295,20 @@ class ContinuousBatchingConfig(BaseModel):
             raise ValueError(
                 f"router: scorer {wanted[0]!r} reads the replicas' prefix caches; "
                 "set prefix_caching: true (or use prefix_cache_approx)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _mtp_needs_the_models_module(self) -> ContinuousBatchingConfig:
+        # MTP drafts with the checkpoint's own prediction module; on a model without one the
+        # drafter's cost and acceptance would describe a module that does not exist
+        spec, model = self.speculative, self.model
+        if spec is not None and spec.method == "mtp" and not getattr(model, "mtp_modules", 0):
+            raise SubfieldError(  # located at the setting: cluster.speculative.method
+                "speculative.method",
+                "mtp drafts with the model's multi-token-prediction module, and model "
+                f"{model.name!r} has none (config.json num_nextn_predict_layers); use eagle, "
+                "draft_model or ngram, or give the model mtp_modules",
             )
         return self
 
@@ -370,7 +385,8 @@ def _multi_step_needs_steps(config: ContinuousBatchingConfig) -> None:
     step is vLLM 0.6's own default (`--num-scheduler-steps 1`, multi-step off)."""
     written = "cpu_time" in config.model_fields_set
     if written and config.cpu_time == "multi_step" and config.num_scheduler_steps == 1:
-        raise ValueError(
-            "cpu_time: multi_step amortises the CPU time over num_scheduler_steps iterations, "
-            "and num_scheduler_steps is 1 (serial); set num_scheduler_steps > 1 or cpu_time: serial"
+        raise SubfieldError(  # located at the setting: cluster.cpu_time
+            "cpu_time",
+            "multi_step amortises the CPU time over num_scheduler_steps iterations, and "
+            "num_scheduler_steps is 1 (serial); set num_scheduler_steps > 1 or cpu_time: serial",
         )

@@ -64,6 +64,10 @@ class ModelSpec(Spec):
     moe: MoeSpec | None = None
     attention: AttentionSpec | None = None
     sliding_window: SlidingWindowSpec | None = None
+    # Multi-token-prediction modules shipped with the checkpoint (config.json
+    # `num_nextn_predict_layers`: DeepSeek-V3/R1 1): the drafter `speculative: {method: mtp}`
+    # runs; a model without one cannot draft that way (config/batching.py refuses it)
+    mtp_modules: Annotated[int, Field(ge=0, le=64)] = 0
     # The config.json the shape came from (`model: {hf_config: path}`): an input of the run,
     # which outputs must not overwrite (config/inputs.py). Not a setting: left out of dumps.
     hf_config: str | None = Field(default=None, exclude=True)

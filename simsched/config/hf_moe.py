@@ -98,6 +98,9 @@ def moe_from_hf(raw: dict[str, Any], path: str) -> dict[str, Any]:
         result["attention"] = {k: v for k, v in attention.items() if v is not None}
     if window:
         result["sliding_window"] = window
+    mtp = field.whole("num_nextn_predict_layers", required=False, most=64, least=0)
+    if mtp:  # DeepSeek-V3/R1's MTP module: the drafter of `speculative: {method: mtp}`
+        result["mtp_modules"] = mtp
     return result
 
 

@@ -178,6 +178,8 @@ def from_hf_config(path: str) -> dict[str, Any]:
     dtype = _HF_DTYPES.get(str(raw.get("torch_dtype", "bfloat16")))
     if dtype:
         model["weight_dtype"] = dtype
+    if raw.get("num_nextn_predict_layers") not in (None, 0):  # a dense model with MTP modules
+        model["mtp_modules"] = _whole(raw, "num_nextn_predict_layers", 64, path)
     return model
 
 

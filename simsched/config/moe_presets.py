@@ -92,6 +92,7 @@ _DEEPSEEK_V3 = moe_preset(
         "q_lora_rank": 1536,
     },
     weight_dtype="fp8",
+    mtp_modules=1,  # num_nextn_predict_layers 1: the drafter of `speculative: {method: mtp}`
 )
 
 # AR-2, AR-3: Qwen/Qwen3-30B-A3B and Qwen3-235B-A22B config.json: every layer MoE

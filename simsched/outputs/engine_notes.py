@@ -1,5 +1,6 @@
-"""A note under a run's table when its variants run on different engines: what the calibration
-says of engine-to-engine differences (docs/continuous_batching.md, Fidelity, area 5).
+"""A note under a run's table when its variants run on different engines (and under a plan whose
+`--over` combinations do): what the calibration says of engine-to-engine differences
+(docs/continuous_batching.md, Fidelity, area 5).
 
 The saturated engine cases (Qwen3-32B on one H100, 1,000 ShareGPT prompts at once, EN-G7/8/9)
 are the only engine figures nothing was searched on, and they get the engines' order wrong:
@@ -15,10 +16,10 @@ SATURATED_ENGINE_ERROR = "29.3%"  # median of the nine EN-G7/8/9 figures, worst 
 
 
 def engine_notes(resolved: dict[str, Any], variants: list[str]) -> list[str]:
-    engines = {variant: _engine_of(resolved[variant].cluster) for variant in variants}
+    engines = {variant: engine_of(resolved[variant].cluster) for variant in variants}
     if len(set(engines.values())) < 2:
         return []
-    named = ", ".join(f"{variant} {engine}" for variant, engine in engines.items())
+    named = ", ".join(_named(variant, engine) for variant, engine in engines.items())
     return [
         f"engines compared ({named}): the engine profiles are checked only at low load and on "
         "TensorRT-LLM's offline runs; at saturation the published engine comparison is off by "
@@ -28,7 +29,13 @@ def engine_notes(resolved: dict[str, Any], variants: list[str]) -> list[str]:
     ]
 
 
-def _engine_of(cluster: Any) -> str:
+def _named(label: str, engine: str) -> str:
+    """A variant and its engine; a label that already says the engine (a plan's combination
+    `cluster.engine=sglang`, a variant named `sglang`) alone."""
+    return label if label == engine or label.endswith(f"={engine}") else f"{label} {engine}"
+
+
+def engine_of(cluster: Any) -> str:
     """The engine a cluster runs (its pools' engines joined), `default` when it names none."""
     pools = getattr(cluster, "pools", None) or [cluster]
     return "+".join(sorted({_name(getattr(pool, "engine", None)) for pool in pools}))

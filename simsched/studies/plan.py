@@ -49,6 +49,7 @@ from simsched.config.router import router_warning
 from simsched.config.scenario import Scenario
 from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
+from simsched.outputs.engine_notes import engine_notes, engine_of
 from simsched.outputs.moe_notes import moe_notes
 from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicity_warnings
 from simsched.studies.fleet import Combo, FleetPlan, combinations, shown
@@ -70,7 +71,7 @@ from simsched.studies.probing import ProbeSpec, run_probes
 from simsched.studies.provisioned_cost import autoscaled, provisioned_cost_per_hour
 from simsched.studies.quota_sizing import quota_tenant
 from simsched.studies.runners import LocalPool, connect_dask, run_on_client
-from simsched.studies.seed_fragility import one_seed_note
+from simsched.studies.seed_fragility import one_seed_note, thin_answer_note
 from simsched.studies.uncertainty import (
     check_uncertainty,
     default_tie_margin,
@@ -150,6 +151,7 @@ def plan(
         if exc is not None:
             rejected[result.combo] = exc
     refuse_values_invalid_everywhere(over, rejected, label)
+    notes += _engine_notes(source, plans, chosen, flag, label)  # engines set side by side
     seed_list = tuple(range(base.seed, base.seed + seeds)) if seeds > 1 else (None,)
     spec = ProbeSpec(source.path, label, source.raw, tuple(source.overrides), knob, chosen,
                      tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule,
@@ -195,7 +197,10 @@ def plan(
         fleet.notes.append(fleet.headroom.text)
     elif no_headroom:
         fleet.notes.append(no_headroom)
-    fleet.notes += [note for note in [one_seed_note(fleet, tie_margin)] if note]
+    thin = one_seed_note(fleet, tie_margin)
+    if thin is None and not model_error:  # --model-error says where the answer goes itself
+        thin = thin_answer_note(fleet, tie_margin)
+    fleet.notes += [thin] if thin else []
     if fleet.best is not None:
         fleet.utilisation, usage_notes = answer_utilisation(fleet, source.load_at, flag)
         fleet.notes += usage_notes
@@ -259,6 +264,22 @@ class _Source:
 def _variant(scenario: Scenario, name: str | None, label: str) -> tuple[str, Scenario]:
     variants = resolve_variants(scenario, label)
     return select_variants(variants, [name], label)[0] if name else variants[-1]
+
+
+def _engine_notes(
+    source: _Source, plans: list[PlanResult], chosen: str, flag: str, label: str
+) -> list[str]:
+    """The engine note a `simsched scenario` table gives variants on different engines, for the
+    combinations of `--over` (say `--over cluster.engine=vllm,sglang`) when they differ so."""
+    if len(plans) < 2:
+        return []
+    resolved = {}  # one per engine: an `--over cluster.gpu=...` beside it repeats each engine
+    for result in plans:
+        if result.error is None:
+            loaded = _variant(source.load_at(result.combo, result.knob, result.values[0], flag),
+                              chosen, label)[1]  # fmt: skip
+            resolved.setdefault(engine_of(loaded.cluster), loaded)
+    return engine_notes(resolved, list(resolved))
 
 
 def _check_ends(

@@ -3,6 +3,7 @@ before it, and (for one search) its fleet and a `--minimize` with nothing to cho
 
 from __future__ import annotations
 
+from simsched.results.tenants import SHARE_METRICS
 from simsched.studies.bisection import PlanResult, Probe, is_latency, sheds
 from simsched.studies.fleet import FleetPlan, shown
 from simsched.studies.plan_numbers import margin_text, share_text
@@ -71,6 +72,10 @@ def fleet_notes(fleet: FleetPlan) -> list[str]:
 
 
 def _margins(probe: Probe, result: PlanResult) -> str:
-    """Each SLO's margin in its unit and as a share of its target (`plan_numbers`)."""
-    limits = {slo.key: slo.limit for slo in result.slos}
-    return ", ".join(f"{key} {margin_text(m, limits[key])}" for key, m in probe.margins.items())
+    """Each SLO's margin in its unit and as a share of its target, or in percentage points
+    for a metric that is a share itself (`plan_numbers`)."""
+    slos = {slo.key: slo for slo in result.slos}
+    return ", ".join(
+        f"{key} {margin_text(m, slos[key].limit, slos[key].metric in SHARE_METRICS)}"
+        for key, m in probe.margins.items()
+    )

@@ -64,9 +64,14 @@ def margin_share(margin: float | None, limit: float) -> float | None:
     return None if margin is None or limit == 0 else margin / abs(limit)
 
 
-def margin_text(margin: float | None, limit: float) -> str:
-    """`+12.3 (+2.5%)`: the margin in the metric's unit and as a share of the target."""
+def margin_text(margin: float | None, limit: float, of_a_share: bool = False) -> str:
+    """`+12.3 (+2.5%)`: the margin in the metric's unit and as a share of the target; for a
+    metric that is itself a share (`of_a_share`: a shed rate), in percentage points instead,
+    `-0.252 (-25.2 points)`, since against a target of 0.001 that would read -25229.6%."""
     if margin is None:
         return "no value"
+    if of_a_share:
+        points = share_text(margin, signed=True).removesuffix("%")
+        return f"{unit_text(margin)} ({points} points)"
     share = margin_share(margin, limit)
     return unit_text(margin) + ("" if share is None else f" ({share_text(share, signed=True)})")

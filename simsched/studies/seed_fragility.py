@@ -38,23 +38,42 @@ def headroom_growth(fleet: FleetPlan) -> float | None:
     return found.met / found.base - 1
 
 
-def one_seed_note(fleet: FleetPlan, threshold: float) -> str | None:
-    """A note when the answer was judged on one seed and its margin or headroom is within
-    `threshold` (a share); None otherwise."""
-    if fleet.seeds > 1 or fleet.best is None:
+def thin_figures(fleet: FleetPlan, threshold: float) -> str | None:
+    """The answer's margin and headroom that are within `threshold` (a share), as text
+    (`margin +2.5% (SLO), headroom +5.0% load`); None when neither is, or without an answer."""
+    if fleet.best is None:
         return None
     margin = thinnest_margin(fleet)
     growth = headroom_growth(fleet)
-    thin_margin = margin is not None and margin[1] <= threshold
-    thin_headroom = growth is not None and growth <= threshold
-    if not (thin_margin or thin_headroom):
-        return None
     parts = []  # only the thin figures: a wide one listed beside them reads as thin too
-    if thin_margin:
+    if margin is not None and margin[1] <= threshold:
         parts.append(f"margin {share_text(margin[1], signed=True)} ({margin[0]})")
-    if thin_headroom:
+    if growth is not None and growth <= threshold:
         parts.append(f"headroom {share_text(growth, signed=True)} load")
+    return ", ".join(parts) or None
+
+
+def one_seed_note(fleet: FleetPlan, threshold: float) -> str | None:
+    """A note when the answer was judged on one seed and its margin or headroom is within
+    `threshold` (a share); None otherwise."""
+    if fleet.seeds > 1 or (thin := thin_figures(fleet, threshold)) is None:
+        return None
     return (
-        f"judged on one seed; {', '.join(parts)}: within the {share_text(threshold)} tie "
+        f"judged on one seed; {thin}: within the {share_text(threshold)} tie "
         f"margin, where another seed can move the answer: rerun with --seeds {RERUN_SEEDS}"
+    )
+
+
+def thin_answer_note(fleet: FleetPlan, threshold: float) -> str | None:
+    """With several seeds the seed-to-seed spread is averaged out, but the latency model's own
+    error is not: an answer whose margin or headroom is within `threshold` (the tie margin, by
+    default the judged model's calibration error) is a near-tie with the next size, and says
+    so with the command that shows where that error moves it. None otherwise."""
+    if fleet.seeds <= 1 or (thin := thin_figures(fleet, threshold)) is None:
+        return None
+    shown = share_text(threshold)
+    return (
+        f"a near-tie: {thin}, within the {shown} tie margin (the latency model's median "
+        f"error on this kind of model), so a model error of that size can move the answer: "
+        f"rerun with --model-error {shown.removesuffix('%')} to see where it goes"
     )

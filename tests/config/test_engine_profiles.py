@@ -118,6 +118,7 @@ def test_vllm_v1_refuses_multi_step_scheduling() -> None:
     with pytest.raises(InputError) as info:
         load_scenario(BATCHING, ["cluster.engine=vllm", "cluster.num_scheduler_steps=8"])
     assert "cluster" in str(info.value) and "num_scheduler_steps" in str(info.value)
+    assert "cluster.num_scheduler_steps: vLLM V1 (engine vllm) has no" in str(info.value)
     steps = load_scenario(BATCHING, ["cluster.engine=vllm-0.6", "cluster.num_scheduler_steps=8"])
     assert steps.cluster.num_scheduler_steps == 8
 

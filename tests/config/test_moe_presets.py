@@ -41,6 +41,7 @@ DEEPSEEK = {
     "tie_word_embeddings": False,
     "torch_dtype": "bfloat16",
     "quantization_config": {"quant_method": "fp8"},
+    "num_nextn_predict_layers": 1,  # the MTP module: the drafter of speculative method mtp
 }
 QWEN3_235B = {
     "model_type": "qwen3_moe",
@@ -200,11 +201,21 @@ def test_hf_config_import_matches_the_preset(
     assert model.params == count_params(config)
     assert presets.kv_bytes_per_token(ModelSpec(**{**imported, "kv_dtype": "bf16"})) == kv_bytes
     preset = ModelSpec(name=name, **presets.MODEL_PRESETS[name])
-    assert (model.moe, model.attention, model.sliding_window) == (
+    assert (model.moe, model.attention, model.sliding_window, model.mtp_modules) == (
         preset.moe,
         preset.attention,
         preset.sliding_window,
+        preset.mtp_modules,
     )
+
+
+@pytest.mark.parametrize(("name", "config", "kv_bytes", "total_b", "active_b"), CASES)
+def test_a_preset_has_the_mtp_modules_its_config_ships(
+    name: str, config: dict, kv_bytes: int, total_b: Any, active_b: Any
+) -> None:
+    # only DeepSeek-V3/R1 ship one (num_nextn_predict_layers 1); the others have none
+    model = ModelSpec(name=name, **presets.MODEL_PRESETS[name])
+    assert model.mtp_modules == config.get("num_nextn_predict_layers", 0)
 
 
 def test_mla_kv_bytes_by_hand() -> None:

@@ -26,6 +26,8 @@ def test_multi_step_written_with_one_step_exits_2_in_one_line(monkeypatch, capsy
     assert exit_info.value.code == 2, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert "noisy_neighbor_batching.yaml" in err and "cluster" in err and "cpu_time" in err
+    # located at the setting, as a range error on it is: cluster.cpu_time, not cluster: cpu_time
+    assert "--set cluster.cpu_time=multi_step: cluster.cpu_time: multi_step amortises" in err
 
 
 def test_multi_step_beside_vllm_0_6_written_with_one_step_is_refused_too() -> None:

@@ -32,3 +32,9 @@ def test_offline_use_and_pools_count_as_their_own_engines():
     resolved["pooled"] = variant(None, pools=pools)
     (note,) = engine_notes(resolved, ["served", "offline", "pooled"])
     assert "(served vllm, offline vllm offline, pooled default+trtllm)" in note
+
+
+def test_a_label_that_says_its_engine_is_not_repeated():
+    resolved = {"vllm": variant("vllm"), "cluster.engine=sglang": variant("sglang")}
+    (note,) = engine_notes(resolved, ["vllm", "cluster.engine=sglang"])
+    assert note.startswith("engines compared (vllm, cluster.engine=sglang): ")

@@ -26,8 +26,11 @@ def _server(greeting: bytes) -> Iterator[str]:
         except OSError:
             return
         with conn:
-            conn.sendall(greeting)
-            conn.recv(1)  # hold the connection until the probe closes it
+            try:
+                conn.sendall(greeting)
+                conn.recv(1)  # hold the connection until the probe closes it
+            except OSError:  # a probe that refuses the greeting may close with a reset
+                return
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()

@@ -161,3 +161,29 @@ def test_a_plan_on_an_moe_model_says_its_error_as_the_scenario_table_does() -> N
                 overrides=short, headroom=False)  # fmt: skip
     assert [n for n in dep8.notes if n.startswith("MoE model:")] == moe
     assert not any(n.startswith("speculative decoding:") for n in dep8.notes)
+
+
+def test_a_plan_over_engines_says_their_comparison_is_unvalidated() -> None:
+    """`--over cluster.engine=...` sets engines side by side as variants on different engines
+    do, so the plan carries the note the scenario table has (outputs/engine_notes.py); a plan
+    over GPUs on one engine does not."""
+    from pathlib import Path
+
+    from simsched.studies.plan import plan
+
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "fleet_planning.yaml"
+    short = [f"tenants.{t}.arrivals.duration_s=1" for t in ("chat", "ide", "batch")]
+    slos = [f"{TTFT}<=100000"]
+    engines = plan(scenario, "cluster.replicas", "1:2", slos, overrides=short, headroom=False,
+                   over={"cluster.engine": ["vllm", "sglang"]})  # fmt: skip
+    (note,) = [n for n in engines.notes if n.startswith("engines compared")]
+    assert note.startswith("engines compared (vllm, sglang): ")
+    assert "unvalidated" in note and "29.3%" in note
+    gpus = {"cluster.gpu": ["a100-80gb", "h100-80gb"]}
+    one = plan(scenario, "cluster.replicas", "1:2", slos, overrides=short, headroom=False,
+               over=gpus)  # fmt: skip
+    assert not any(n.startswith("engines compared") for n in one.notes)
+    both = plan(scenario, "cluster.replicas", "1:2", slos, overrides=short, headroom=False,
+                over={**gpus, "cluster.engine": ["trtllm", "sglang"]})  # fmt: skip
+    (note,) = [n for n in both.notes if n.startswith("engines compared")]
+    assert note.startswith("engines compared (trtllm, sglang): ")  # each engine once

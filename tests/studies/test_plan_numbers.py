@@ -36,6 +36,13 @@ def test_a_margin_shows_its_share_of_the_target_unless_the_target_is_zero() -> N
     assert margin_text(None, 500) == "no value"
 
 
+def test_a_margin_on_a_share_reads_in_percentage_points() -> None:
+    # shed_rate 0.2533 against <= 0.001: 0.252 below, 25.2 points; not -25229.6% of the target
+    assert margin_text(-0.2523, 0.001, of_a_share=True) == "-0.252 (-25.2 points)"
+    assert margin_text(0.001, 0.001, of_a_share=True) == "+0.001 (+0.1 points)"
+    assert margin_text(0.0, 0.0, of_a_share=True) == "+0 (+0.0 points)"
+
+
 def test_every_note_uses_the_rule() -> None:
     slos = [parse_slo("a.p99_ttft_ms<=500"), parse_slo("all.shed_rate<=0.001")]
     result = PlanResult("k", "v", False, [1, 2], slos, answer=2)
@@ -46,6 +53,6 @@ def test_every_note_uses_the_rule() -> None:
     ]
     fleet = FleetPlan("k", "v", False, slos, "interval", 1, "value", [result])
     assert rule_notes(fleet)[0] == (
-        "margins at k=2: a.p99_ttft_ms +12.3 (+2.5%), all.shed_rate +0.001 (+100.0%)"
+        "margins at k=2: a.p99_ttft_ms +12.3 (+2.5%), all.shed_rate +0.001 (+0.1 points)"
     )
     assert shedding_note(result).startswith("the probe at k=1 sheds 54.2%: ")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from simsched.studies.bisection import PlanResult, Probe
 from simsched.studies.fleet import FleetPlan
 from simsched.studies.headroom import Headroom
-from simsched.studies.seed_fragility import one_seed_note
+from simsched.studies.seed_fragility import one_seed_note, thin_answer_note
 from simsched.studies.slo import parse_slo
 from simsched.studies.uncertainty import CALIBRATION_MEDIAN_ERROR
 
@@ -59,3 +59,19 @@ def test_no_answer_no_note() -> None:
     fleet = fleet_with(1.0)
     fleet.best = None
     assert one_seed_note(fleet, CALIBRATION_MEDIAN_ERROR) is None
+
+
+def test_a_thin_answer_on_several_seeds_is_called_a_near_tie() -> None:
+    # 0.17 ms of 500 = 0.034%, within 5.8%: seeds average out the spread, not the model's error
+    note = thin_answer_note(fleet_with(0.17, seeds=3), CALIBRATION_MEDIAN_ERROR)
+    assert note == (
+        "a near-tie: margin +<0.1% (interactive.p99_ttft_ms), within the 5.8% tie margin (the "
+        "latency model's median error on this kind of model), so a model error of that size "
+        "can move the answer: rerun with --model-error 5.8 to see where it goes"
+    )
+    # 30 ms of 500 = 6.0%: wider than the margin, no note; one seed: the one-seed note's case
+    assert thin_answer_note(fleet_with(30.0, seeds=3), CALIBRATION_MEDIAN_ERROR) is None
+    assert thin_answer_note(fleet_with(0.17, seeds=1), CALIBRATION_MEDIAN_ERROR) is None
+    thin = Headroom(1.0, 1.05, 1.1, [])  # +5% load, within 5.8%, beside a wide margin
+    note = thin_answer_note(fleet_with(100.0, seeds=2, headroom=thin), CALIBRATION_MEDIAN_ERROR)
+    assert note is not None and note.startswith("a near-tie: headroom +5.0% load, within")

@@ -53,6 +53,12 @@ def test_the_credit_rule_by_hand() -> None:
         ("{method: mtp, tokens: 1, acceptance_length: 2.5}", "exceeds tokens + 1"),
         ("{method: draft_model, tokens: 4, acceptance: 0.6}", "needs drafter_share"),
         ("{method: medusa, tokens: 4, acceptance: 0.6}", "method"),
+        # MTP drafts with the checkpoint's own module, which this dense model does not ship
+        (
+            "{method: mtp, tokens: 2, acceptance: 0.7}",
+            "speculative.method: mtp drafts with the model's multi-token-prediction module, "
+            "and model 'llama-3-8b' has none",
+        ),
     ],
 )
 def test_bad_speculative_settings_exit_2_naming_the_field(
@@ -123,7 +129,7 @@ def test_low_load_gains_and_high_load_loses(tmp_path: Path) -> None:
 
 def test_spec_runs_release_every_block_and_ignore_fast_forward(tmp_path: Path) -> None:
     # a small cache (preemptions) and many requests: both modes give the same frame
-    cluster = CLUSTER + "\n  num_gpu_blocks: 60\n  speculative: {method: mtp, tokens: 2, "
+    cluster = CLUSTER + "\n  num_gpu_blocks: 60\n  speculative: {method: eagle, tokens: 2, "
     cluster += "acceptance_length: 2.4}"
     path = write_scenario(tmp_path, cluster, request(150, count=40, interval_ms=5))
     result = simulate(load_scenario(path))
