@@ -122,6 +122,12 @@ def check_choices(minimize: str, rule: str, seeds: int, jobs: int, label: str) -
 
 def check_over(over: dict[str, list] | None, knob: str, flag: str, seeds: int, label: str):
     """`--over` may not set what another flag sets: one of the two would be silently lost."""
+    if knob == "seed" and seeds > 1:  # each run's own seed would replace the varied one
+        raise InputError(
+            label,
+            f"{flag} seed",
+            f"--seeds {seeds} already runs seeds; drop {flag} seed or --seeds",
+        )
     for path in over or {}:
         if path == knob:
             raise InputError(label, f"--over {path}", f"{flag} already varies {knob}; drop one")

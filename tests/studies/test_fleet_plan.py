@@ -237,6 +237,10 @@ def test_over_conflicting_with_other_flags_is_refused(simsched_cli) -> None:
     assert "--over cluster.replicas: --vary already varies cluster.replicas" in err
     err = refused(simsched_cli, *args, "--over", "seed=1,2", "--seeds", "2")
     assert "--over seed: --seeds 2 already runs seeds" in err
+    # a varied seed would be overridden by each run's own seed: every value ran the same seeds
+    seeded = [SCENARIO, "--vary", "seed", "--range", "1:3", "--slo", "all.shed_rate<=1"]
+    err = refused(simsched_cli, *seeded, "--seeds", "2")
+    assert "--vary seed: --seeds 2 already runs seeds" in err
 
 
 def test_one_search_shows_its_fleet_and_says_minimize_had_no_choice() -> None:

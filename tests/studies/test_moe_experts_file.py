@@ -46,3 +46,24 @@ def test_the_published_file_fits_the_same_shares_from_the_same_starts() -> None:
     theirs = [s for s in published if s["path"].startswith("cluster.moe_serving.")]
     keys = ("path", "low", "high", "start", "cases")
     assert [{k: s[k] for k in keys} for s in theirs] == [{k: s[k] for k in keys} for s in ours]
+
+
+def test_the_area_medians_the_notes_state_are_what_calibrate_no_fit_computes() -> None:
+    # `simsched calibrate calibration/moe_experts.yaml --no-fit` with the shipped values: the
+    # MoE throughput cases' and the MTP-depth cases' median absolute errors, rounded to the
+    # constants' three decimals, are the figures a plan's notes and tie margins state (the
+    # MTP median is (1.41% + 2.10%) / 2 = 1.75%, which a percent to one decimal shows as 1.8%)
+    from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE
+    from simsched.studies.calibration.fit import Evaluator, error, run_case, summary
+    from simsched.studies.calibration.spec import load_calibration
+
+    path = ROOT / "calibration" / "moe_experts.yaml"
+    spec, measured, _ = load_calibration(path)
+    jobs = Evaluator(path, spec, 1).jobs(None)
+    runs = zip(spec.cases, jobs, measured, strict=True)
+    errors = {case.name: error(run_case(job), value) for case, job, value in runs}
+    moe = [e for name, e in errors.items() if name.startswith("moe_")]
+    mtp = [e for name, e in errors.items() if name.startswith("sd_t3_")]
+    assert (len(moe), len(mtp)) == (14, 6)
+    assert round(summary(moe)[0], 3) == MOE_MEDIAN_SHARE
+    assert round(summary(mtp)[0], 3) == SPEC_MEDIAN_SHARE
