@@ -72,6 +72,7 @@ def tasks_for(spec: ProbeSpec, combo: Combo, value: Number, start: int) -> list[
                 spec.raw,
                 (spec.variant,),
                 True,
+                study=spec.study,  # workloads are reused within this plan only
                 usage=offset == 0,  # the scenario's own seed (or the only run): its usage too
             )  # fmt: skip
         )
