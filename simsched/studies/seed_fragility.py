@@ -64,16 +64,22 @@ def one_seed_note(fleet: FleetPlan, threshold: float) -> str | None:
     )
 
 
-def thin_answer_note(fleet: FleetPlan, threshold: float) -> str | None:
+def thin_answer_note(
+    fleet: FleetPlan, threshold: float, *, measured: bool = True, rerun: bool = True
+) -> str | None:
     """With several seeds the seed-to-seed spread is averaged out, but the latency model's own
     error is not: an answer whose margin or headroom is within `threshold` (the tie margin, by
     default the judged model's calibration error) is a near-tie with the next size, and says
-    so with the command that shows where that error moves it. None otherwise."""
+    so with the command that shows where that error moves it. `measured`: the threshold is
+    the calibration's error (not a `--tie-margin` of the user's); `rerun`: `--model-error` can
+    move this scenario's latency model (roofline only). None otherwise."""
     if fleet.seeds <= 1 or (thin := thin_figures(fleet, threshold)) is None:
         return None
-    shown = share_text(threshold)
-    return (
-        f"a near-tie: {thin}, within the {shown} tie margin (the latency model's median "
-        f"error on this kind of model), so a model error of that size can move the answer: "
-        f"rerun with --model-error {shown.removesuffix('%')} to see where it goes"
+    why = "the latency model's median error on this kind of model" if measured else "--tie-margin"
+    note = (
+        f"a near-tie: {thin}, within the {share_text(threshold)} tie margin ({why}), so a model "
+        "error of that size can move the answer"
     )
+    if rerun and threshold > 0:
+        note += f": rerun with --model-error {threshold * 100:.3g} to see where it goes"
+    return note
