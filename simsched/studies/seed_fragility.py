@@ -11,6 +11,7 @@ and tripling every plan's time.
 
 from __future__ import annotations
 
+from simsched.results.tenants import SHARE_METRICS
 from simsched.studies.fleet import FleetPlan
 from simsched.studies.plan_numbers import margin_share, share_text
 
@@ -47,7 +48,9 @@ def thin_figures(fleet: FleetPlan, threshold: float) -> str | None:
     growth = headroom_growth(fleet)
     parts = []  # only the thin figures: a wide one listed beside them reads as thin too
     if margin is not None and margin[1] <= threshold:
-        parts.append(f"margin {share_text(margin[1], signed=True)} ({margin[0]})")
+        # a share metric's margin reads in points elsewhere (plan_numbers): say what this is
+        share = " of its target" if margin[0].rsplit(".", 1)[-1] in SHARE_METRICS else ""
+        parts.append(f"margin {share_text(margin[1], signed=True)}{share} ({margin[0]})")
     if growth is not None and growth <= threshold:
         parts.append(f"headroom {share_text(growth, signed=True)} load")
     return ", ".join(parts) or None

@@ -94,3 +94,13 @@ def test_a_near_tie_names_no_rerun_the_latency_model_refuses() -> None:
     tiny = thin_answer_note(fleet_with(0.0, seeds=3), 0.0004, measured=False)
     assert tiny is not None and "--model-error <" not in tiny
     assert tiny.endswith("rerun with --model-error 0.04 to see where it goes")
+
+
+def test_a_thin_margin_on_a_share_metric_says_it_is_a_share_of_the_target() -> None:
+    # all.shed_rate 0.00005 inside <= 0.001: 5.0% of the target, 0.005 points; the margins
+    # note reads share metrics in points, so a bare "+5.0%" here read as 5 points
+    fleet = fleet_with(100.0, seeds=3)
+    fleet.best.at_answer.margins["all.shed_rate"] = 0.00005
+    note = thin_answer_note(fleet, CALIBRATION_MEDIAN_ERROR)
+    assert note is not None
+    assert note.startswith("a near-tie: margin +5.0% of its target (all.shed_rate), within")
