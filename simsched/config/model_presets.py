@@ -178,8 +178,15 @@ def from_hf_config(path: str) -> dict[str, Any]:
     dtype = _HF_DTYPES.get(str(raw.get("torch_dtype", "bfloat16")))
     if dtype:
         model["weight_dtype"] = dtype
-    if raw.get("num_nextn_predict_layers") not in (None, 0):  # a dense model with MTP modules
-        model["mtp_modules"] = _whole(raw, "num_nextn_predict_layers", 64, path)
+    mtp = raw.get("num_nextn_predict_layers")  # a dense model with MTP modules; 0: none
+    if mtp is not None:  # false or 0.0 is no count, as on an MoE config (hf_moe)
+        if isinstance(mtp, bool) or not isinstance(mtp, int) or not 0 <= mtp <= 64:
+            raise ValueError(
+                f"{path}: num_nextn_predict_layers must be a whole number from 0 to 64, "
+                f"not {json.dumps(mtp)}"
+            )
+        if mtp:
+            model["mtp_modules"] = mtp
     return model
 
 

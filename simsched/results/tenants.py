@@ -36,7 +36,14 @@ SESSION_METRICS = [*SESSION_COUNTS, "turn_loss_rate"]
 # metrics that are shares of a whole (0 to 1): a margin on them reads in percentage points,
 # since as a share of a target such as shed_rate <= 0.001 it would read -25229.6%
 SHARE_METRICS = frozenset(
-    {"shed_rate", "turn_loss_rate", "service_share", "weight_share", "slo_attainment"}
+    {
+        "shed_rate",
+        "turn_loss_rate",
+        "service_share",
+        "weight_share",
+        "slo_attainment",
+        "peak_dispatch_kv_occupancy_ratio",
+    }
 )
 LATENCIES = ("ttft_ms", "tpot_ms", "e2e_ms", "queue_wait_ms")
 PERCENTILES = (50, 90, 99)

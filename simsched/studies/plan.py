@@ -134,6 +134,7 @@ def plan(
         )
     parsed, notes = plan_slos(slos, resolved, label, quota_tenant(knob, resolved))
     check_choices(minimize, rule, seeds, jobs, label)
+    measured = tie_margin is None  # the note says whose margin it is
     if tie_margin is None:  # the judged model's own calibration area
         tie_margin = default_tie_margin(resolved)
     check_uncertainty(tie_margin, model_error, resolved, label)
@@ -199,7 +200,9 @@ def plan(
         fleet.notes.append(no_headroom)
     thin = one_seed_note(fleet, tie_margin)
     if thin is None and not model_error:  # --model-error says where the answer goes itself
-        thin = thin_answer_note(fleet, tie_margin)
+        latency = getattr(resolved.cluster, "latency_model", None)
+        movable = getattr(latency, "kind", resolved.cluster.service_model) == "roofline"
+        thin = thin_answer_note(fleet, tie_margin, measured=measured, rerun=movable)
     fleet.notes += [thin] if thin else []
     if fleet.best is not None:
         fleet.utilisation, usage_notes = answer_utilisation(fleet, source.load_at, flag)

@@ -11,6 +11,7 @@ and tripling every plan's time.
 
 from __future__ import annotations
 
+from simsched.results.tenants import SHARE_METRICS
 from simsched.studies.fleet import FleetPlan
 from simsched.studies.plan_numbers import margin_share, share_text
 
@@ -47,7 +48,9 @@ def thin_figures(fleet: FleetPlan, threshold: float) -> str | None:
     growth = headroom_growth(fleet)
     parts = []  # only the thin figures: a wide one listed beside them reads as thin too
     if margin is not None and margin[1] <= threshold:
-        parts.append(f"margin {share_text(margin[1], signed=True)} ({margin[0]})")
+        # a share metric's margin reads in points elsewhere (plan_numbers): say what this is
+        share = " of its target" if margin[0].rsplit(".", 1)[-1] in SHARE_METRICS else ""
+        parts.append(f"margin {share_text(margin[1], signed=True)}{share} ({margin[0]})")
     if growth is not None and growth <= threshold:
         parts.append(f"headroom {share_text(growth, signed=True)} load")
     return ", ".join(parts) or None
@@ -64,16 +67,22 @@ def one_seed_note(fleet: FleetPlan, threshold: float) -> str | None:
     )
 
 
-def thin_answer_note(fleet: FleetPlan, threshold: float) -> str | None:
+def thin_answer_note(
+    fleet: FleetPlan, threshold: float, *, measured: bool = True, rerun: bool = True
+) -> str | None:
     """With several seeds the seed-to-seed spread is averaged out, but the latency model's own
     error is not: an answer whose margin or headroom is within `threshold` (the tie margin, by
     default the judged model's calibration error) is a near-tie with the next size, and says
-    so with the command that shows where that error moves it. None otherwise."""
+    so with the command that shows where that error moves it. `measured`: the threshold is
+    the calibration's error (not a `--tie-margin` of the user's); `rerun`: `--model-error` can
+    move this scenario's latency model (roofline only). None otherwise."""
     if fleet.seeds <= 1 or (thin := thin_figures(fleet, threshold)) is None:
         return None
-    shown = share_text(threshold)
-    return (
-        f"a near-tie: {thin}, within the {shown} tie margin (the latency model's median "
-        f"error on this kind of model), so a model error of that size can move the answer: "
-        f"rerun with --model-error {shown.removesuffix('%')} to see where it goes"
+    why = "the latency model's median error on this kind of model" if measured else "--tie-margin"
+    note = (
+        f"a near-tie: {thin}, within the {share_text(threshold)} tie margin ({why}), so a model "
+        "error of that size can move the answer"
     )
+    if rerun and threshold > 0:
+        note += f": rerun with --model-error {threshold * 100:.3g} to see where it goes"
+    return note

@@ -247,3 +247,31 @@ def test_bad_moe_config_names_the_field(change: dict, message: str, tmp_path: Pa
     path.write_text(json.dumps({k: v for k, v in config.items() if v is not None}), "utf-8")
     with pytest.raises(ValueError, match=message):
         from_hf_config(str(path))
+
+
+DENSE = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+         "num_key_value_heads": 8, "num_hidden_layers": 32, "intermediate_size": 14336,
+         "vocab_size": 128256}  # fmt: skip
+
+
+@pytest.mark.parametrize("config", [DENSE, DEEPSEEK], ids=["dense", "moe"])
+@pytest.mark.parametrize("value", [False, 0.0, -1, "1"])
+def test_a_bad_mtp_count_is_refused_on_dense_and_moe_configs_alike(
+    config: dict, value: Any, tmp_path: Path
+) -> None:
+    # false and 0.0 were taken as "no module" on a dense config, refused on an MoE one
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "num_nextn_predict_layers": value}))
+    with pytest.raises(ValueError, match="num_nextn_predict_layers must be a whole number from 0"):
+        from_hf_config(str(path))
+
+
+@pytest.mark.parametrize("config", [DENSE, DEEPSEEK], ids=["dense", "moe"])
+def test_no_mtp_module_when_the_count_is_0_or_absent(config: dict, tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    for raw in (
+        {**config, "num_nextn_predict_layers": 0},
+        config | {"num_nextn_predict_layers": None},
+    ):
+        path.write_text(json.dumps(raw))
+        assert ModelSpec(**from_hf_config(str(path))).mtp_modules == 0

@@ -56,3 +56,12 @@ def test_every_note_uses_the_rule() -> None:
         "margins at k=2: a.p99_ttft_ms +12.3 (+2.5%), all.shed_rate +0.001 (+0.1 points)"
     )
     assert shedding_note(result).startswith("the probe at k=1 sheds 54.2%: ")
+
+
+def test_every_share_metric_an_slo_can_judge_reads_in_points() -> None:
+    # a column an SLO may name that holds a share of a whole (0 to 1) is in SHARE_METRICS:
+    # the KV occupancy ratio is one (<= 0.9 with 0.05 to spare is 5.0 points, not +5.6%)
+    from simsched.results.tenants import METRIC_COLUMNS, SHARE_METRICS
+
+    shares = {c for c in METRIC_COLUMNS if c.endswith(("_rate", "_share", "_ratio", "attainment"))}
+    assert shares <= SHARE_METRICS

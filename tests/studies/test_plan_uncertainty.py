@@ -200,3 +200,16 @@ def test_tie_margin_is_a_share_in_python_and_a_percent_on_the_command_line(tmp_p
     error = refused.exception  # the command's entry point prints it and exits 2
     assert isinstance(error, InputError) and error.where == "--tie-margin"
     assert error.message == "must be in [0, 100) percent, got 150"
+
+
+def test_a_near_tie_on_a_linear_model_names_no_refused_rerun(tmp_path) -> None:
+    # several seeds and a 90% --tie-margin: the answer is a near-tie; --model-error exits 2 on
+    # a linear model, so the note names no such rerun, and the margin is the user's own
+    path = tmp_path / "linear.yaml"
+    linear = "{kind: linear, base_ms: 5, prefill_ms_per_token: 0.01, decode_ms_per_seq: 0.1}"
+    path.write_text(MOVED.replace("latency_model: roofline", f"latency_model: {linear}"))
+    fleet = plan(path, "cluster.replicas", "1:6", ["a.p99_ttft_ms<=400"], headroom=False,
+                 seeds=2, tie_margin=0.9)  # fmt: skip
+    ties = [n for n in fleet.notes if n.startswith("a near-tie:")]
+    assert len(ties) == 1 and "--model-error" not in ties[0]
+    assert "within the 90.0% tie margin (--tie-margin)" in ties[0]

@@ -75,3 +75,32 @@ def test_a_thin_answer_on_several_seeds_is_called_a_near_tie() -> None:
     thin = Headroom(1.0, 1.05, 1.1, [])  # +5% load, within 5.8%, beside a wide margin
     note = thin_answer_note(fleet_with(100.0, seeds=2, headroom=thin), CALIBRATION_MEDIAN_ERROR)
     assert note is not None and note.startswith("a near-tie: headroom +5.0% load, within")
+
+
+def test_a_near_tie_on_a_given_tie_margin_does_not_call_it_the_models_error() -> None:
+    # --tie-margin 20: the user's margin, not the calibration's median error; and the rerun
+    # is named with the margin's own digits
+    note = thin_answer_note(fleet_with(0.17, seeds=3), 0.2, measured=False)
+    assert note is not None and "latency model's median error" not in note
+    assert "within the 20.0% tie margin (--tie-margin), so a model error" in note
+    assert note.endswith("rerun with --model-error 20 to see where it goes")
+
+
+def test_a_near_tie_names_no_rerun_the_latency_model_refuses() -> None:
+    # --model-error moves the roofline model's efficiencies only: on another model the
+    # command the note named exited 2; and a tie margin that rounds to <0.1% is no number
+    note = thin_answer_note(fleet_with(0.0, seeds=3), 0.058, rerun=False)
+    assert note is not None and "--model-error" not in note
+    tiny = thin_answer_note(fleet_with(0.0, seeds=3), 0.0004, measured=False)
+    assert tiny is not None and "--model-error <" not in tiny
+    assert tiny.endswith("rerun with --model-error 0.04 to see where it goes")
+
+
+def test_a_thin_margin_on_a_share_metric_says_it_is_a_share_of_the_target() -> None:
+    # all.shed_rate 0.00005 inside <= 0.001: 5.0% of the target, 0.005 points; the margins
+    # note reads share metrics in points, so a bare "+5.0%" here read as 5 points
+    fleet = fleet_with(100.0, seeds=3)
+    fleet.best.at_answer.margins["all.shed_rate"] = 0.00005
+    note = thin_answer_note(fleet, CALIBRATION_MEDIAN_ERROR)
+    assert note is not None
+    assert note.startswith("a near-tie: margin +5.0% of its target (all.shed_rate), within")
