@@ -96,10 +96,10 @@ def plan(
         float | None,
         typer.Option(
             metavar="PCT",
-            help="Options within PCT% of the answer's cost are near-ties "
-            "(default: the largest median error of the calibration areas the judged model is "
-            "in: 5.8 for any model, 13.7 for an MoE model; speculative decoding's area, 1.8, "
-            "is below both).",
+            help="Options within PCT% of the answer's cost are near-ties, and an answer whose "
+            "SLO margin or headroom is within PCT% is called thin (default: the largest median "
+            "error of the calibration areas the judged model is in: 5.8 for any model, 13.7 for "
+            "an MoE model; speculative decoding's area, 1.8, is below both).",
             show_default=False,
         ),
     ] = None,
