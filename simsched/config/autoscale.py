@@ -82,3 +82,16 @@ class AutoscaleSpec(Spec):
             return self.scale_up_delay_s
         cold = ColdStart() if self.cold_start is None else self.cold_start
         return weight_bytes / (cold.load_gbps * 1e9) + cold.engine_start_s
+
+
+def replica_slots(config: Any) -> int:
+    """Replica slots a cluster builds: the pool's count (1 for a model without replicas), or
+    every slot an autoscaler may fill, 2 max - min (a draining slot and its replacement may
+    coexist: sim/cluster/replica_group.py); for `cluster.pools`, the sum over the pools."""
+    pools = getattr(config, "pools", None)
+    if pools is not None:
+        return sum(replica_slots(pool) for pool in pools)
+    autoscale = getattr(config, "autoscale", None)
+    if autoscale is None:
+        return getattr(config, "replicas", 1)
+    return 2 * autoscale.max - autoscale.min

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from simsched.config.autoscale import replica_slots
 from simsched.config.batching import ContinuousBatchingConfig
 from simsched.config.router import uses_prefixes
 from simsched.config.spec_base import Measure, MeasureOrZero, SubfieldError
@@ -159,10 +160,7 @@ def check_layout(pools: list[PoolSpec]) -> None:
 def check_pool_slots(pools: list[PoolSpec], most: int) -> None:
     """The replica slots every pool builds (an autoscaled one 2 max - min: a draining slot and
     its replacement may coexist, as for a single pool) stay within limits.max_replicas."""
-    slots = 0
-    for pool in pools:
-        scale = pool.autoscale
-        slots += pool.replicas if scale is None else 2 * scale.max - scale.min
+    slots = sum(replica_slots(pool) for pool in pools)
     if slots > most:
         raise ValueError(
             f"cluster.pools need {slots:,} replica slots (an autoscaled pool 2 x max - min), "

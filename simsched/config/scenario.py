@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from simsched.config.arrival_kinds import ArrivalSpec
+from simsched.config.autoscale import replica_slots
 from simsched.config.chargeback import ChargebackSpec, chargeback_problem
 from simsched.config.cluster import ClusterConfig, TokenServerConfig
 from simsched.config.fairness_metrics import FairnessMetrics, reactive_tenant
@@ -237,9 +238,8 @@ class Scenario(Model):
                 "raise that limit if the machine can simulate them"
             )
         autoscale = getattr(self.cluster, "autoscale", None)
-        # an autoscaler builds 2 x max - min replica slots up front (sim/cluster/replica_group.py:
-        # a draining slot and its replacement may coexist), each with its memory
-        slots = 2 * autoscale.max - autoscale.min if autoscale is not None else 0
+        # an autoscaler builds 2 x max - min replica slots up front, each with its memory
+        slots = replica_slots(self.cluster) if autoscale is not None else 0
         if slots > most:
             raise ValueError(
                 f"cluster.autoscale.max ({autoscale.max:,}) needs {slots:,} replica slots, more "

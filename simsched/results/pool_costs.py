@@ -25,8 +25,8 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.config.autoscale import replica_slots
 from simsched.config.prices import gpu_price
-from simsched.sim.cluster.replica_group import replica_slots
 
 MS_PER_HOUR = 3_600_000.0
 DIGITS = 4

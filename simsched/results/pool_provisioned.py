@@ -20,10 +20,10 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.config.autoscale import replica_slots
 from simsched.config.pool_eligibility import tenants_of_pool
 from simsched.results.pool_costs import fleet_totals, provisioned_ms
 from simsched.results.provisioned import group_block
-from simsched.sim.cluster.replica_group import replica_slots
 
 
 def pooled_provisioned_summary(

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simsched.config.autoscale import replica_slots
 from simsched.config.scenario import Scenario
 from simsched.errors import InputError
 from simsched.sim.cluster.attribution import attribution_factory
 from simsched.sim.cluster.autoscaler import start_autoscaler
 from simsched.sim.cluster.registry import SERVICE_MODELS
-from simsched.sim.cluster.replica_group import replica_slots
 from simsched.sim.dispatcher import Stages
 from simsched.sim.feed import Feed
 from simsched.sim.flow import wiring as flow_wiring

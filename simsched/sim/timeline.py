@@ -16,9 +16,9 @@ from collections.abc import Generator
 import pandas as pd
 import simpy
 
+from simsched.config.autoscale import replica_slots
 from simsched.config.classes import BATCH, INTERACTIVE
 from simsched.errors import InputError
-from simsched.sim.cluster.replica_group import replica_slots
 from simsched.sim.feed import Feed
 from simsched.sim.lanes import Lanes
 

@@ -21,12 +21,13 @@ from typing import Any
 
 import simpy
 
+from simsched.config.autoscale import replica_slots
 from simsched.sim.cluster.attribution import NO_ATTRIBUTION, IterationObserver
 from simsched.sim.cluster.cpu_time import build_engine_latency
 from simsched.sim.cluster.kv_level import FleetKv
 from simsched.sim.cluster.latency import sustained_tokens_per_ms
 from simsched.sim.cluster.replica import NoObserver, Replica
-from simsched.sim.cluster.replica_group import build_group, replica_slots
+from simsched.sim.cluster.replica_group import build_group
 from simsched.sim.cluster.router import build_router
 from simsched.sim.cluster.sequences import ceil_div
 from simsched.sim.cluster.utilisation import ReplicaUsage

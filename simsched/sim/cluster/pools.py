@@ -27,6 +27,7 @@ from typing import Any
 
 import simpy
 
+from simsched.config.autoscale import replica_slots
 from simsched.config.pool_eligibility import eligible_pools
 from simsched.config.pools import ENTRY_ROLES
 from simsched.sim.cluster.cpu_time import build_engine_latency
@@ -40,7 +41,6 @@ from simsched.sim.cluster.replica_group import (
     FixedGroup,
     PoolGroups,
     build_group,
-    replica_slots,
 )
 from simsched.sim.cluster.router import Router, build_router
 from simsched.sim.cluster.sequences import Seq, ceil_div

@@ -230,18 +230,6 @@ def _span_order(span: ProvisionedSpan) -> tuple[float, int]:
     return (-1.0 if span.start_ms is None else span.start_ms, span.replica)
 
 
-def replica_slots(config: Any) -> int:
-    """Replica slots to build: the pool's count (1 for a model without replicas), or every
-    slot an autoscaler may fill; for `cluster.pools`, the sum over the pools."""
-    pools = getattr(config, "pools", None)
-    if pools is not None:
-        return sum(replica_slots(pool) for pool in pools)
-    autoscale = getattr(config, "autoscale", None)
-    if autoscale is None:
-        return getattr(config, "replicas", 1)
-    return 2 * autoscale.max - autoscale.min
-
-
 def build_group(
     env: Any, config: Any, replicas: Sequence[Any], on_room: Callable[[], None]
 ) -> FixedGroup | AutoscaledGroup:
