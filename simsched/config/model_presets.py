@@ -178,15 +178,11 @@ def from_hf_config(path: str) -> dict[str, Any]:
     dtype = _HF_DTYPES.get(str(raw.get("torch_dtype", "bfloat16")))
     if dtype:
         model["weight_dtype"] = dtype
-    mtp = raw.get("num_nextn_predict_layers")  # a dense model with MTP modules; 0: none
-    if mtp is not None:  # false or 0.0 is no count, as on an MoE config (hf_moe)
-        if isinstance(mtp, bool) or not isinstance(mtp, int) or not 0 <= mtp <= 64:
-            raise ValueError(
-                f"{path}: num_nextn_predict_layers must be a whole number from 0 to 64, "
-                f"not {json.dumps(mtp)}"
-            )
-        if mtp:
-            model["mtp_modules"] = mtp
+    # a dense model with MTP modules; 0 or absent: none (false or 0.0 is no count, as on an
+    # MoE config: hf_moe)
+    mtp = _whole(raw, "num_nextn_predict_layers", 64, path, required=False, least=0)
+    if mtp:
+        model["mtp_modules"] = mtp
     return model
 
 
@@ -234,16 +230,20 @@ def _read_hf_config(path: str) -> dict[str, Any]:
     return raw
 
 
-def _whole(raw: dict[str, Any], key: str, most: int, path: str, required: bool = True) -> Any:
-    """`raw[key]`, a whole number in [1, most]; None for an optional field absent or null."""
+def _whole(
+    raw: dict[str, Any], key: str, most: int, path: str, required: bool = True, least: int = 1
+) -> Any:
+    """`raw[key]`, a whole number in [least, most]; None for an optional field absent or null."""
     value = raw.get(key)
     if value is None:
         if required:
             raise ValueError(f"{path} lacks {key!r}")
         return None
     # bool is an int to Python; 32.0 or Infinity is a float: a shape is counted, not measured
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
         shown = json.dumps(value) if isinstance(value, (bool, int, float, str)) else type(
             value).__name__  # fmt: skip
-        raise ValueError(f"{path}: {key} must be a whole number from 1 to {most:,}, not {shown}")
+        raise ValueError(
+            f"{path}: {key} must be a whole number from {least} to {most:,}, not {shown}"
+        )
     return value
