@@ -58,12 +58,8 @@ class MoeServingSpec(BaseModel):
     def _one_way_to_set_a_share(self) -> MoeServingSpec:
         if self.expert_efficiency is None:
             return self
-        defaults = {
-            "expert_compute_efficiency": EXPERT_COMPUTE_EFFICIENCY,
-            "expert_memory_efficiency": EXPERT_MEMORY_EFFICIENCY,
-        }
-        for name, default in defaults.items():
-            if getattr(self, name) != default:
+        for name in ("expert_compute_efficiency", "expert_memory_efficiency"):
+            if getattr(self, name) != type(self).model_fields[name].default:
                 raise SubfieldError(
                     "expert_efficiency",
                     f"sets both shares; {name} is given too: give one of them",
