@@ -1,12 +1,12 @@
 """A feed that reacts to finishes: sessions and closed-loop clients (session_specs.py).
 
 `ReactiveFeed` offers the `Feed` interface (next_arrival_ms, arrived_by, pop, take_until,
-process) over two sources: the pre-generated requests of every other tenant (a plain `Feed`,
-unchanged) and a heap of turns scheduled as the simulation goes. The recorder tells it when a
-request finished or was shed (`done`); it then schedules the session's next turn (or the
-client's next request) at that instant plus the think time, with a timer at that instant that
-wakes the gateway. Requests are numbered (`seq`) in the order they leave the feed, which is
-arrival order; `table()` returns what was sent, for the outputs.
+deliver_until, process) over two sources: the pre-generated requests of every other tenant (a plain
+`Feed`, unchanged) and a heap of turns scheduled as the simulation goes. The recorder tells it when
+a request finished or was shed (`done`); it then schedules the session's next turn (or the client's
+next request) at that instant plus the think time, with a timer at that instant that wakes the
+gateway. Requests are numbered (`seq`) in the order they leave the feed, which is arrival order;
+`table()` returns what was sent, for the outputs.
 
 Ties at one instant: pre-generated requests first, then scheduled ones in the order they were
 scheduled. Only runs with such tenants use this module; the pre-generated path is untouched.
