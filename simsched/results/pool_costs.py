@@ -27,6 +27,7 @@ import pandas as pd
 
 from simsched.config.autoscale import replica_slots
 from simsched.config.prices import gpu_price
+from simsched.results.provisioned import provisioned_ms
 
 MS_PER_HOUR = 3_600_000.0
 DIGITS = 4
@@ -87,17 +88,6 @@ def fleet_totals(pools: Sequence[tuple[dict[str, Any], float, Sequence[Any]]]) -
 def autoscaled_pool_cost(spec: Any, usages: Sequence[Any], replica_ms: float) -> dict[str, Any]:
     """One autoscaled pool's figures over the `replica_ms` its slots were up."""
     return _cost_figures(spec, usages, replica_ms, replica_ms * spec.tp / MS_PER_HOUR)
-
-
-def provisioned_ms(spans: Sequence[Any], start: float, end: float) -> float:
-    """Sum over spans of the time inside [start, end] (a span with no start: from `start`; with
-    no end: still up at `end`)."""
-    total = 0.0
-    for span in spans:
-        lo = start if span.start_ms is None else max(start, span.start_ms)
-        hi = end if span.end_ms is None else min(end, span.end_ms)
-        total += max(0.0, hi - lo)
-    return total
 
 
 def pool_cost(spec: Any, usages: Sequence[Any], window: float) -> dict[str, Any]:

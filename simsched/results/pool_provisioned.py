@@ -22,8 +22,8 @@ import pandas as pd
 
 from simsched.config.autoscale import replica_slots
 from simsched.config.pool_eligibility import tenants_of_pool
-from simsched.results.pool_costs import fleet_totals, provisioned_ms
-from simsched.results.provisioned import group_block
+from simsched.results.pool_costs import fleet_totals
+from simsched.results.provisioned import group_block, provisioned_ms
 
 
 def pooled_provisioned_summary(

@@ -102,6 +102,12 @@ def pool_usage(
     }
 
 
+def provisioned_ms(spans: Sequence[Any], start: float, end: float) -> float:
+    """Sum over spans of the time inside [start, end] (a span with no start: from `start`; with
+    no end: still up at `end`)."""
+    return sum((_clipped(span, start, end) for span in spans), 0.0)
+
+
 def _clipped(span: Any, start: float, end: float) -> float:
     lo = start if span.start_ms is None else max(start, span.start_ms)
     hi = end if span.end_ms is None else min(end, span.end_ms)
