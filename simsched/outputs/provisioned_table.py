@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from simsched.results.frames import SimulationResult
-
-POOL = "cluster"  # a single pool's name in the block (results/provisioned.py)
+from simsched.results.provisioned import POOL  # a single pool's name in the block
 
 
 def provisioned_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:

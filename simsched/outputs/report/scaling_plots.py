@@ -15,9 +15,9 @@ import pandas as pd
 
 from simsched.outputs.report.data import ScenarioData
 from simsched.outputs.report.page import Plot, decorate, save, variant_panels
+from simsched.results.provisioned import POOL as SINGLE_POOL  # a single pool's name
 
 RATE_BINS = 120  # request-rate bins over the window
-SINGLE_POOL = "cluster"  # a single pool's name in the block (results/provisioned.py)
 # One colour per pool; its provisioned count a wide pale band, its serving count a thin line on
 # it, so that both show where they are equal (a fixed pool, or no replica warming or draining)
 PROVISIONED = {"linewidth": 6.0, "alpha": 0.35}
