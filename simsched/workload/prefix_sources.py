@@ -19,7 +19,7 @@ import numpy as np
 from simsched.config.yaml_io import read_text
 from simsched.errors import InputError, display_path
 from simsched.workload.formats.checks import fail
-from simsched.workload.formats.mooncake import ParsedRows, drop_rows, take_rows
+from simsched.workload.formats.mooncake import ParsedRows, drop_rows, prefix_values, take_rows
 from simsched.workload.formats.window import TraceColumns, window
 from simsched.workload.prefixes import ChainIds, Prefix, collector_paused, prepend
 from simsched.workload.table import RequestTable
@@ -148,7 +148,7 @@ def _parse_rows(text: str) -> ParsedRows:
         if line.strip():
             record = json.loads(line)
             lines.append(number)
-            raw.append((record["timestamp"], record["input_length"], record.get("hash_ids")))
+            raw.append(prefix_values(record))
     return ParsedRows(text, lines, raw)
 
 

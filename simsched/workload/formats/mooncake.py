@@ -58,9 +58,14 @@ class ParsedRows:
     raw: list[tuple]
 
 
-_kept: list[
-    ParsedRows
-] = []  # the last file read keeping its rows, until the prefix source takes it
+# the last file read keeping its rows, until the prefix source takes it
+_kept: list[ParsedRows] = []
+
+
+def prefix_values(record: dict) -> tuple:
+    """A row's raw values the prefix source reads: `(timestamp, input_length, hash_ids)`,
+    `hash_ids` None where absent."""
+    return record["timestamp"], record["input_length"], record.get("hash_ids")
 
 
 def take_rows(text: str) -> ParsedRows | None:
@@ -93,7 +98,7 @@ def _row(line: str, number: int, label: str, raw: list[tuple] | None) -> tuple:
         raise fail(label, number, f"missing key(s): {', '.join(missing)}")
     # numbers pass through; anything else becomes text so `numbers` reports it with its line
     if raw is not None:  # as the prefix source reads them (`prefix_sources._read_hash_ids`)
-        raw.append((record["timestamp"], record["input_length"], record.get("hash_ids")))
+        raw.append(prefix_values(record))
     return tuple(_plain(record[key], key, number, label) for key in MOONCAKE_KEYS)
 
 
