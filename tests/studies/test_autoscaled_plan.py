@@ -14,26 +14,31 @@ from simsched.studies.plan import plan
 
 # every iteration: 1 ms + 0.01 ms per prefill token + 0.1 ms per decoding sequence
 LINEAR = {"kind": "linear", "base_ms": 1.0, "prefill_ms_per_token": 0.01, "decode_ms_per_seq": 0.1}
+AUTOSCALE = {"min": 1, "max": 3, "metric": "queue_depth", "target": 1.0, "interval_s": 1.0,
+             "scale_up_delay_s": 0.5, "scale_down_cooldown_s": 2.0}  # fmt: skip
+
+
+def day(flood_interval_ms: int, flood_count: int) -> list[dict]:
+    """A light tenant for 20 s and, from 4050 ms, a flood of `flood_count` requests."""
+    light = {"kind": "periodic", "start_ms": 0.5, "interval_ms": 100, "count": 200}
+    flood = {"kind": "periodic", "start_ms": 4050, "interval_ms": flood_interval_ms,
+             "count": flood_count}  # fmt: skip
+    return [
+        {"id": "light", "arrivals": light, "prefill_tokens": 100, "decode_tokens": 10},
+        {"id": "flood", "arrivals": flood, "prefill_tokens": 100, "decode_tokens": 10},
+    ]
 
 
 def write_scenario(folder: Path) -> Path:
     """A light tenant for 20 s and a 1.5 s flood from 4 s, on replicas of two seats."""
-    light = {"kind": "periodic", "start_ms": 0.5, "interval_ms": 100, "count": 200}
-    flood = {"kind": "periodic", "start_ms": 4050, "interval_ms": 1, "count": 1500}
     raw = {
         "name": "tiny_day",
-        "tenants": [
-            {"id": "light", "arrivals": light, "prefill_tokens": 100, "decode_tokens": 10},
-            {"id": "flood", "arrivals": flood, "prefill_tokens": 100, "decode_tokens": 10},
-        ],
+        "tenants": day(1, 1500),
         "admission": {"enabled": False},
         "cluster": {
             "service_model": "continuous_batching", "replicas": 1, "latency_model": LINEAR,
             "num_gpu_blocks": 400, "max_num_seqs": 2, "schedule_step_ms": 0.0,
-            "router": "least_outstanding",
-            "autoscale": {"min": 1, "max": 3, "metric": "queue_depth", "target": 1.0,
-                          "interval_s": 1.0, "scale_up_delay_s": 0.5,
-                          "scale_down_cooldown_s": 2.0},
+            "router": "least_outstanding", "autoscale": AUTOSCALE,
         },
     }  # fmt: skip
     path = folder / "tiny_day.yaml"
@@ -72,23 +77,15 @@ def test_cost_is_the_provisioned_gpu_hours_per_hour_of_the_run(tmp_path: Path) -
 def write_pooled(folder: Path) -> Path:
     """The same day on P/D pools: a fixed prefill pool, an autoscaled decode pool of one-seat
     replicas (a request holds its seat for 10 decode steps)."""
-    light = {"kind": "periodic", "start_ms": 0.5, "interval_ms": 100, "count": 200}
-    flood = {"kind": "periodic", "start_ms": 4050, "interval_ms": 2, "count": 750}
     pool = {"latency_model": LINEAR, "num_gpu_blocks": 400, "schedule_step_ms": 0.0,
             "router": "least_outstanding", "max_num_seqs": 2}  # fmt: skip
     raw = {
         "name": "tiny_pd_day",
-        "tenants": [
-            {"id": "light", "arrivals": light, "prefill_tokens": 100, "decode_tokens": 10},
-            {"id": "flood", "arrivals": flood, "prefill_tokens": 100, "decode_tokens": 10},
-        ],
+        "tenants": day(2, 750),
         "admission": {"enabled": False},
         "cluster": {"pools": [
             {"name": "prefill", "role": "prefill", "replicas": 2, **pool},
-            {"name": "decode", "role": "decode", "replicas": 1, **pool,
-             "autoscale": {"min": 1, "max": 3, "metric": "queue_depth", "target": 1.0,
-                           "interval_s": 1.0, "scale_up_delay_s": 0.5,
-                           "scale_down_cooldown_s": 2.0}},
+            {"name": "decode", "role": "decode", "replicas": 1, **pool, "autoscale": AUTOSCALE},
         ]},
     }  # fmt: skip
     path = folder / "tiny_pd_day.yaml"

@@ -25,6 +25,18 @@ from simsched.sim.kernel import SimEnvironment
 # every iteration: 1 ms + 0.01 ms per prefill token + 0.1 ms per decoding sequence
 LINEAR = {"kind": "linear", "base_ms": 1.0, "prefill_ms_per_token": 0.01, "decode_ms_per_seq": 0.1}
 STEP_MS = 4050.0  # the heavy tenant's first request, between two ticks
+# one replica of two seats, each iteration as LINEAR and started at once (test_pool_autoscaling.py
+# builds its pools of the same replicas)
+TWO_SEAT_REPLICA = {
+    "replicas": 1,
+    "latency_model": LINEAR,
+    "num_gpu_blocks": 400,
+    "block_size": 16,
+    "max_num_seqs": 2,
+    "schedule_step_ms": 0.0,
+    "block_watermark": 0.0,
+    "router": "least_outstanding",
+}
 
 
 def scenario(
@@ -45,15 +57,8 @@ def scenario(
     ]
     cluster = {
         "service_model": "continuous_batching",
-        "replicas": 1,
-        "latency_model": LINEAR,
-        "num_gpu_blocks": 400,
-        "block_size": 16,
-        "max_num_seqs": 2,
-        "schedule_step_ms": 0.0,
-        "block_watermark": 0.0,
+        **TWO_SEAT_REPLICA,
         "fast_forward": fast_forward,
-        "router": "least_outstanding",
         "autoscale": autoscale,
     }
     raw = {"tenants": tenants, "cluster": cluster, "admission": {"enabled": False}}

@@ -26,27 +26,14 @@ from simsched.sim.cluster.pd_replicas import DecodeReplica
 from simsched.sim.cluster.pools import PooledCluster
 from simsched.sim.cluster.registry import SERVICE_MODELS
 from simsched.sim.cluster.replica_group import SERVING
+from tests.sim.cluster.test_autoscaling import TWO_SEAT_REPLICA
 
-# every iteration: 1 ms + 0.01 ms per prefill token + 0.1 ms per decoding sequence
-LINEAR = {"kind": "linear", "base_ms": 1.0, "prefill_ms_per_token": 0.01, "decode_ms_per_seq": 0.1}
 QUEUE = {"min": 1, "max": 3, "metric": "queue_depth", "target": 1.0, "interval_s": 1.0}
 MS_PER_HOUR = 3_600_000
 
 
 def pool(name: str, role: str = "mixed", **settings: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "role": role,
-        "replicas": 1,
-        "latency_model": LINEAR,
-        "num_gpu_blocks": 400,
-        "block_size": 16,
-        "max_num_seqs": 2,
-        "schedule_step_ms": 0.0,
-        "block_watermark": 0.0,
-        "router": "least_outstanding",
-        **settings,
-    }
+    return {"name": name, "role": role, **TWO_SEAT_REPLICA, **settings}
 
 
 def two_pools(
