@@ -10,7 +10,6 @@ and answers what it holds at a given instant.
 from __future__ import annotations
 
 import bisect
-from itertools import accumulate, cycle, islice
 
 from simsched.sim.cluster.contract import LatencyModel
 from simsched.sim.cluster.latency import decode_run
@@ -79,18 +78,13 @@ def plan_jump(
 
 
 def block_needs(decoding: DecodeSet, it: int, horizon: int, free: int) -> list[int]:
-    """Blocks the next iterations take, cumulated, for as many as the free blocks cover.
-
-    Iteration `it + step` takes `residues[(1 - it - step) % size]` new blocks: the residues
-    walked backwards from `(1 - it) % size`, round and round. The running sums are integers and
-    never fall, so the iterations the free blocks cover are those before the first sum above
-    `free` (`bisect`); `accumulate` sums them in C, not one Python step per iteration (a plan
-    makes several jumps a request)."""
+    """Blocks the next iterations take, cumulated, for as many as the free blocks cover."""
     residues, size = decoding.residues, decoding.block_size
-    start = (1 - it) % size
-    backwards = residues[start::-1] + residues[:start:-1]  # residues[start], [start - 1], ...
-    need = list(accumulate(islice(cycle(backwards), horizon)))
-    covered = bisect.bisect_right(need, free)
-    if covered < horizon:
-        del need[covered:]
+    need: list[int] = []
+    total = 0
+    for step in range(horizon):
+        total += residues[(1 - it - step) % size]
+        if total > free:
+            break
+        need.append(total)
     return need

@@ -14,7 +14,6 @@ the instant that stepping through it iteration by iteration reaches.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -208,15 +207,12 @@ def roofline_decode_run(
     fixed = latency.context_free_ms(0, 0, decode_seqs)
     per_token = latency.kv_ms
     if count <= SHORT_RUN:
-        # each step is `fixed + per_token * context`, added to the end before it left to right
-        # (`accumulate` adds as `end = end + step` does, in C)
-        contexts = (
-            range(context, context + decode_seqs * count, decode_seqs)
-            if decode_seqs
-            else [context] * count
-        )
-        ends = list(accumulate([fixed + per_token * c for c in contexts], initial=start_ms))
-        del ends[0]
+        ends = []
+        end = start_ms
+        for _ in range(count):
+            end = end + (fixed + per_token * context)
+            ends.append(end)
+            context += decode_seqs
         return ends
     contexts = context + decode_seqs * np.arange(count, dtype=np.int64)
     steps = fixed + per_token * contexts
