@@ -15,6 +15,7 @@ checks it by hand and against the per-replica sum at every read of whole runs.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -32,24 +33,39 @@ class Growing(Protocol):
 class FleetKv:
     """Blocks held across the memories that report to it; a memory alone reports to its own."""
 
-    __slots__ = ("env", "held", "growing")
+    __slots__ = ("env", "held", "growing", "_read")
 
     def __init__(self, env: simpy.Environment) -> None:
         self.env = env
         self.held = 0  # blocks held at the memories' last iteration boundaries
         self.growing: list[Growing] = []  # memories in a jump, in the order their jumps began
+        # the last read of a fleet with jumps: (now, held, blocks in use); see `in_use`
+        self._read: tuple[float, int, int] = (math.nan, 0, 0)
 
     def jump_started(self, memory: Growing) -> None:
         self.growing.append(memory)
+        self._read = (math.nan, 0, 0)
 
     def jump_ended(self, memory: Growing) -> None:
         self.growing.remove(memory)
+        self._read = (math.nan, 0, 0)
 
     def in_use(self) -> int:
-        """Blocks held now, what each jumping memory's iterations have taken so far included."""
-        total = self.held
-        if self.growing:
-            now = self.env.now
-            for memory in self.growing:
-                total += memory.growth.need_now(now)  # need[index_at(now)]
+        """Blocks held now, what each jumping memory's iterations have taken so far included.
+
+        The gate reads it at an arrival's screening and again at its dispatch, mostly at one
+        instant: a read at the same instant, with the same `held` and no jump started or ended
+        since (a jump cut short keeps the iteration in progress now), is the same sum, so it is
+        answered from the last one instead of walking the jumps again."""
+        held = self.held
+        if not self.growing:
+            return held
+        now = self.env.now
+        then, held_then, total = self._read
+        if now == then and held == held_then:
+            return total
+        total = held
+        for memory in self.growing:
+            total += memory.growth.need_now(now)  # need[index_at(now)]
+        self._read = (now, held, total)
         return total

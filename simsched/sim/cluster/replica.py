@@ -350,9 +350,10 @@ class Replica:
 
     def _end_jump(self) -> None:
         jump, self.jump = self.jump, None
-        k = jump.k
-        ends = jump.ends[:k]  # the iterations it took (a cut jump took fewer than planned)
-        self.meter.jump(self.t, ends, self.decoding.count, self.kv.level, jump.need[:k])
+        k, ends, need = jump.k, jump.ends, jump.need
+        if k < len(ends):  # a cut jump took fewer iterations than planned
+            ends, need = ends[:k], need[:k]
+        self.meter.jump(self.t, ends, self.decoding.count, self.kv.level, need)
         self.attribution.jumped(self.index, self.t, ends, self.decoding, jump.first)
         self.kv.end_growth()
         end = ends[-1]

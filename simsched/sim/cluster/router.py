@@ -22,7 +22,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from simsched.config.router import llm_d_profile
-from simsched.sim.cluster.scorers import SCORERS, PromptKeys, TieBreak, weighted_choice
+from simsched.sim.cluster.scorers import (
+    SCORERS,
+    KvUtilizationScorer,
+    PromptKeys,
+    QueueDepthScorer,
+    TieBreak,
+    load_choice,
+    weighted_choice,
+)
 
 
 class Router:
@@ -88,8 +96,17 @@ class Scored(Router):
         self.scored = [(SCORERS[s.name](replicas, keys), s.weight) for s in spec.scorers]
         # only the scorers with state of their own hear where a request went
         self.noted = [scorer.routed for scorer, _ in self.scored if scorer.remembers]
+        # llm_d's load scorers alone (the default router) are folded in one pass
+        kinds = [type(scorer) for scorer, _ in self.scored]
+        self.load_weights = (
+            (self.scored[0][1], self.scored[1][1])
+            if kinds == [QueueDepthScorer, KvUtilizationScorer]
+            else None
+        )
 
     def choose(self, candidates: list[Any], request: Any) -> Any:
+        if self.load_weights is not None:
+            return load_choice(*self.load_weights, candidates, self.ties)  # it notes nothing
         chosen = weighted_choice(self.scored, candidates, request, self.ties)
         for routed in self.noted:
             routed(request, chosen)

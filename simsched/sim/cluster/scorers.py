@@ -190,3 +190,29 @@ def weighted_choice(scored: list[tuple[Any, float]], candidates: list[Any], requ
     if totals.count(best) == 1:
         return candidates[totals.index(best)]
     return ties.pick([r for r, total in zip(candidates, totals, strict=True) if total == best])
+
+
+def load_choice(queue_weight: float, kv_weight: float, candidates: list[Any], ties) -> Any:
+    """`weighted_choice` for exactly [queue_depth, kv_utilization] (llm_d without prefix
+    caching, the default router): the same two columns and sums, folded in one pass.
+
+    Each total is `queue_weight * queue_score + kv_weight * kv_score`, the two products added
+    left to right as `weighted_choice` adds them (`queue_weight * 1.0` is `queue_weight`), so
+    the floats and the choice are the same; the router runs once per dispatched request, and
+    the four lists and the zips of the general fold were most of its cost."""
+    depth = [r.outstanding() for r in candidates]
+    low, high = min(depth), max(depth)
+    if high == low:
+        totals = [
+            queue_weight + kv_weight * (1.0 - r.blocks_in_use() / r.capacity) for r in candidates
+        ]
+    else:
+        span = high - low
+        totals = [
+            queue_weight * ((high - q) / span) + kv_weight * (1.0 - r.blocks_in_use() / r.capacity)
+            for q, r in zip(depth, candidates, strict=True)
+        ]
+    best = max(totals)
+    if totals.count(best) == 1:
+        return candidates[totals.index(best)]
+    return ties.pick([r for r, total in zip(candidates, totals, strict=True) if total == best])

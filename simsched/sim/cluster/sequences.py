@@ -97,10 +97,14 @@ class DecodeSet:
         self._forget(seq)
 
     def pop_finishing(self, it: int) -> list[Seq]:
+        bucket = self.by_finish.pop(it, None)
+        if bucket is None:
+            # most iterations finish nothing (asked at every step and jump); the heap's keys
+            # at or before `it` are stale then, and `next_finish` drops stale keys itself
+            return []
         heap = self.finish_heap
         while heap and heap[0] <= it:
             heapq.heappop(heap)
-        bucket = self.by_finish.pop(it, [])
         for seq in bucket:
             self._forget(seq)
         return bucket

@@ -50,6 +50,27 @@ def test_holds_releases_and_a_jump_by_hand(kind) -> None:
     assert (fleet.in_use(), fleet.held, fleet.growing) == (10, 10, [])
 
 
+def test_a_second_read_at_one_instant_sees_what_changed_since() -> None:
+    # the fleet answers a read at the instant of the last one from it, unless blocks were held
+    # or released, or a jump started or ended, in between
+    env = simpy.Environment()
+    fleet = FleetKv(env)
+    a, b = (PlainKv(env, 100, 16, None, fleet) for _ in range(2))
+    a.grow(Jump(0, [10.0, 20.0], [1, 3]))
+    assert fleet.in_use() == 1
+    b.hold(4)
+    assert fleet.in_use() == 5  # held changed
+    b.grow(Jump(0, [5.0, 20.0], [2, 7]))
+    assert fleet.in_use() == 7  # a jump started
+    a.end_growth()
+    b.release(1)
+    b.hold(1)  # b holds as before, but a's jump ended: a holds its 3, b 4, and b's jump took 2
+    assert fleet.in_use() == 3 + 4 + 2
+    advance(env, 10.0)
+    assert fleet.in_use() == 3 + 4 + 7  # a later instant: b's second iteration runs
+    assert fleet.in_use() == a.in_use() + b.in_use()
+
+
 def test_a_memory_built_alone_keeps_its_own_total() -> None:
     env = simpy.Environment()
     alone, other = PlainKv(env, 10, 16, None), PlainKv(env, 10, 16, None)

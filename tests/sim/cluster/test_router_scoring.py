@@ -9,7 +9,7 @@ import random
 import pytest
 
 from simsched.sim.cluster.router import Scored
-from simsched.sim.cluster.scorers import SCORERS, TieBreak, weighted_choice
+from simsched.sim.cluster.scorers import SCORERS, TieBreak, load_choice, weighted_choice
 
 
 class Column:
@@ -66,3 +66,45 @@ def test_only_scorers_with_state_hear_where_a_request_went() -> None:
     assert [hook.__self__ for hook in router.noted] == [
         scorer for scorer, _ in router.scored if type(scorer).__name__ == "ApproxPrefixScorer"
     ]
+
+
+class Loaded:
+    """A replica as the load scorers read it: requests outstanding and blocks in use."""
+
+    def __init__(self, outstanding: int, blocks: int, capacity: int) -> None:
+        self.load, self.blocks, self.capacity = outstanding, blocks, capacity
+
+    def outstanding(self) -> int:
+        return self.load
+
+    def blocks_in_use(self) -> int:
+        return self.blocks
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_load_scorers_folded_in_one_pass_choose_as_the_definition(seed: int) -> None:
+    rng = random.Random(seed)
+    fast, plain = TieBreak(seed), TieBreak(seed)
+    queue, kv = SCORERS["queue_depth"](None, None), SCORERS["kv_utilization"](None, None)
+    for _ in range(300):
+        # few distinct loads and block counts, so that equal depths and tied sums are frequent
+        candidates = [
+            Loaded(rng.randint(0, 3), rng.choice([0, 3, 7, 12]), 12)
+            for _ in range(rng.randint(1, 8))
+        ]
+        weights = rng.sample([1.0, 2.0, 0.7, 1 / 3], 2)
+        scored = list(zip([queue, kv], weights, strict=True))
+        assert load_choice(*weights, candidates, fast) is by_definition(scored, candidates, plain)
+    assert fast.pick(list(range(1000))) == plain.pick(list(range(1000)))
+
+
+def test_the_default_router_folds_its_load_scorers() -> None:
+    class Spec:
+        scorers = [
+            type("S", (), {"name": n, "weight": w})
+            for n, w in [("queue_depth", 2.0), ("kv_utilization", 1.0)]
+        ]
+
+    assert Scored([], 8, TieBreak(0), Spec, 16).load_weights == (2.0, 1.0)
+    Spec.scorers = Spec.scorers[::-1]  # another order is another fold: the general one
+    assert Scored([], 8, TieBreak(0), Spec, 16).load_weights is None
