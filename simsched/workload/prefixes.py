@@ -82,12 +82,11 @@ class Prefix:
     workload holds every request's Prefix for the whole run, and a long prompt has hundreds of
     keys (the replica keeps them while the request runs)."""
 
-    __slots__ = ("ids", "ends", "_runs")
+    __slots__ = ("ids", "ends")
 
     def __init__(self, ids: list[int], ends: list[int]) -> None:
         self.ids = ids  # chain ids, one per segment
         self.ends = ends  # the token each segment ends at, increasing
-        self._runs: tuple[int, tuple[Run, ...]] | None = None  # (block size, runs), once
 
     @property
     def tokens(self) -> int:
@@ -99,11 +98,12 @@ class Prefix:
         return block_keys(self.ids, self.ends, block_size)
 
     def runs(self, block_size: int) -> tuple[Run, ...]:
-        """The keys as runs, computed once per request (the router and a replica both ask)."""
-        cached = self._runs
-        if cached is None or cached[0] != block_size:
-            cached = self._runs = (block_size, block_runs(self.ids, self.ends, block_size))
-        return cached[1]
+        """The keys as runs, computed on each call and not kept here: the replica keeps them
+        while the request runs (`Seq.runs`) and a router scorer for the request it places.
+        Kept on the workload's every `Prefix` for the whole run, they were five tuples a
+        request that outlived their use, so the collector promoted them (the Mooncake trace:
+        60,000) and ran a full pass over every live object during the simulation."""
+        return block_runs(self.ids, self.ends, block_size)
 
     def extend(self, ids: list[int], ends: list[int]) -> Prefix:
         return Prefix(self.ids + ids, self.ends + ends)
