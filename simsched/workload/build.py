@@ -22,6 +22,18 @@ from simsched.workload.traces import tenant_trace_table
 
 
 def build_workload(scenario) -> RequestTable:
+    """With Python's cyclic collector paused: a workload's columns and prefixes (for a trace
+    with prefix ids, tens of thousands of `Prefix` objects and lists, and the rows parsed for
+    them) hold no reference cycles, so each pass during the build walked them to free nothing,
+    and the survivors, promoted, set off a full pass over every live object (the Mooncake
+    conversation trace: 0.07 to 0.09 CPU-seconds of collector time in building it). Reference
+    counting frees what the build drops as before; the first pass after it walks the
+    survivors once."""
+    with collector_paused():
+        return _build_workload(scenario)
+
+
+def _build_workload(scenario) -> RequestTable:
     scenario = at_load_scale(scenario)  # generated rates times load_scale; traces: _timed
     check_request_budget(scenario)  # before generating: a billion requests never start
     interner = ChainIds()  # one per workload: equal chain ids mean equal prompt prefixes
@@ -65,8 +77,7 @@ def build_workload(scenario) -> RequestTable:
     if not trace_alone:
         _reject_duplicate_ids(table, scenario)
     if table.prefix is not None:
-        with collector_paused():
-            compress_chains(table.prefix)  # the workload's own prefixes, built above
+        compress_chains(table.prefix)  # the workload's own prefixes, built above
     return table
 
 

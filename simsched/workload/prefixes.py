@@ -82,12 +82,11 @@ class Prefix:
     workload holds every request's Prefix for the whole run, and a long prompt has hundreds of
     keys (the replica keeps them while the request runs)."""
 
-    __slots__ = ("ids", "ends", "_runs")
+    __slots__ = ("ids", "ends")
 
     def __init__(self, ids: list[int], ends: list[int]) -> None:
         self.ids = ids  # chain ids, one per segment
         self.ends = ends  # the token each segment ends at, increasing
-        self._runs: tuple[int, tuple[Run, ...]] | None = None  # (block size, runs), once
 
     @property
     def tokens(self) -> int:
@@ -99,11 +98,12 @@ class Prefix:
         return block_keys(self.ids, self.ends, block_size)
 
     def runs(self, block_size: int) -> tuple[Run, ...]:
-        """The keys as runs, computed once per request (the router and a replica both ask)."""
-        cached = self._runs
-        if cached is None or cached[0] != block_size:
-            cached = self._runs = (block_size, block_runs(self.ids, self.ends, block_size))
-        return cached[1]
+        """The keys as runs, computed on each call and not kept here: the replica keeps them
+        while the request runs (`Seq.runs`) and a router scorer for the request it places.
+        Kept on the workload's every `Prefix` for the whole run, they were five tuples a
+        request that outlived their use, so the collector promoted them (the Mooncake trace:
+        60,000) and ran a full pass over every live object during the simulation."""
+        return block_runs(self.ids, self.ends, block_size)
 
     def extend(self, ids: list[int], ends: list[int]) -> Prefix:
         return Prefix(self.ids + ids, self.ends + ends)
@@ -161,23 +161,21 @@ def compress_chains(prefixes: np.ndarray) -> None:
     after[:-1] = ids[1:]
     offsets = np.cumsum(sizes) - sizes
     after[offsets + sizes - 1] = -1  # a prompt's last segment is followed by nothing
-    # a chain joins the next one when every occurrence has the same successor and end
-    order = np.argsort(ids, kind="stable")
-    sorted_ids, sorted_after, sorted_ends = ids[order], after[order], ends[order]
-    new_chain = np.empty(total, dtype=bool)
-    new_chain[0] = True
-    np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=new_chain[1:])
-    starts = np.flatnonzero(new_chain)
-    group = np.cumsum(new_chain) - 1
-    odd = (
-        (sorted_after != sorted_after[starts][group])
-        | (sorted_ends != sorted_ends[starts][group])
-        | (sorted_after == -1)
-    )
-    joined = sorted_ids[starts][~np.logical_or.reduceat(odd, starts)]
-    if not len(joined):
+    # a chain joins the next one when every occurrence has the same successor and end; chain
+    # ids are ChainIds' consecutive ints, so arrays indexed by id hold each chain's figures
+    # (no sort of every segment: that and np.isin were a third of this function)
+    chain_count = int(ids.max()) + 1
+    seen_after = np.empty(chain_count, dtype=np.int64)
+    seen_after[ids] = after  # one occurrence's, whichever: the others must all equal it
+    seen_end = np.empty(chain_count, dtype=np.int64)
+    seen_end[ids] = ends
+    odd = (after != seen_after[ids]) | (ends != seen_end[ids]) | (after == -1)
+    joins = np.zeros(chain_count, dtype=bool)
+    joins[ids] = True
+    joins[ids[odd]] = False
+    if not joins.any():
         return
-    keep = ~np.isin(ids, joined)
+    keep = ~joins[ids]
     # the kept segments as two Python lists sliced per prompt (numpy calls per prompt would
     # cost more than the rest of this function)
     kept_sizes = np.add.reduceat(keep, offsets).tolist()

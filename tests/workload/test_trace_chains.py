@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import json
 import random
+from itertools import accumulate
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -182,6 +183,29 @@ def test_joining_unbranched_chains_keeps_which_blocks_are_equal() -> None:
         assert len(flat_after) == len(flat_before)
         pairs = set(zip(flat_before, flat_after, strict=True))
         assert len(pairs) == len(set(flat_before)) == len(set(flat_after))
+
+
+def test_exactly_the_chains_with_one_successor_and_one_end_are_joined() -> None:
+    # brute force over every occurrence of every chain: a chain joins the next one when all
+    # its occurrences have the same successor and end and none ends a prompt; segments of
+    # random widths give one chain different ends in different prompts
+    rng = random.Random(5)
+    for _ in range(300):
+        rows = [
+            [rng.randint(0, 2) for _ in range(rng.randint(0, 4))] for _ in range(rng.randint(1, 8))
+        ]
+        prompts = _prompts(rows, lambda row: list(accumulate(rng.choice([8, 8, 5]) for _ in row)))
+        seen: dict[int, set] = {}
+        for prompt in prompts:
+            for i, (chain, end) in enumerate(zip(prompt.ids, prompt.ends, strict=True)):
+                after = prompt.ids[i + 1] if i + 1 < len(prompt.ids) else None
+                seen.setdefault(chain, set()).add((after, end))
+        joined = {c for c, s in seen.items() if len(s) == 1 and next(iter(s))[0] is not None}
+        expected = [
+            [(c, e) for c, e in zip(p.ids, p.ends, strict=True) if c not in joined] for p in prompts
+        ]
+        compress_chains(prompts)
+        assert [list(zip(p.ids, p.ends, strict=True)) for p in prompts] == expected
 
 
 def test_a_chain_always_followed_by_the_same_one_is_joined_into_it() -> None:

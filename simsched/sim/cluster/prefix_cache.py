@@ -156,9 +156,11 @@ class PrefixCachedKv(PlainKv):
     def computed(self, seq: Seq) -> None:
         """Its newly full blocks become cached (held by the sequence)."""
         full = seq.done // self.block_size
-        if full > seq.reg:  # `_register`, inlined: a call per prefill chunk
+        reg = seq.reg
+        if full > reg:  # `_register`, inlined: a call per prefill chunk
             runs = seq.runs if seq.runs is not None else self._runs(seq)
-            seq.shared_blocks += self._add_missing(runs, seq.reg, full, seq.shared)
+            if runs and reg < runs[-1][2]:  # blocks past the runs have no key
+                seq.shared_blocks += self._add_missing(runs, reg, full, seq.shared)
             seq.reg = full
 
     def finish(self, seq: Seq, blocks: int) -> None:
@@ -186,7 +188,10 @@ class PrefixCachedKv(PlainKv):
         return seq.runs
 
     def _register(self, seq: Seq, full: int) -> None:
-        seq.shared_blocks += self._add_missing(self._runs(seq), seq.reg, full, seq.shared)
+        runs = self._runs(seq)
+        # a finished sequence's prompt is registered already (its decoded blocks have no key)
+        if runs and seq.reg < runs[-1][2]:
+            seq.shared_blocks += self._add_missing(runs, seq.reg, full, seq.shared)
         seq.reg = full
 
     def _let_go(self, seq: Seq, blocks: int) -> None:
