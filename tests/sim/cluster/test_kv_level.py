@@ -71,6 +71,23 @@ def test_a_second_read_at_one_instant_sees_what_changed_since() -> None:
     assert fleet.in_use() == a.in_use() + b.in_use()
 
 
+def test_a_jump_that_ended_is_not_counted_when_held_is_level_again_at_one_instant() -> None:
+    # the memo's key (instant, held) is the same before and after: a's jump ends holding its
+    # 2 blocks while b lets 2 go; only the jump's end tells the fleet that its sum changed
+    env = simpy.Environment()
+    fleet = FleetKv(env)
+    a, b = (PlainKv(env, 100, 16, None, fleet) for _ in range(2))
+    b.hold(2)
+    a.grow(Jump(0, [10.0, 20.0], [2, 5]))
+    b.grow(Jump(0, [10.0, 20.0], [1, 1]))
+    assert fleet.in_use() == 2 + 2 + 1  # b's 2 held, each jump's first iteration
+    a.growth.cut(0.0)  # a's jump ends with its first iteration: a then holds its 2 blocks
+    a.end_growth()
+    b.release(2)
+    assert fleet.in_use() == 2 + 1  # a's 2 held and b's jump's 1
+    assert fleet.in_use() == a.in_use() + b.in_use()
+
+
 def test_a_memory_built_alone_keeps_its_own_total() -> None:
     env = simpy.Environment()
     alone, other = PlainKv(env, 10, 16, None), PlainKv(env, 10, 16, None)
