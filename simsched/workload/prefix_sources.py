@@ -21,7 +21,7 @@ from simsched.errors import InputError, display_path
 from simsched.workload.formats.checks import fail
 from simsched.workload.formats.mooncake import ParsedRows, drop_rows, prefix_values, take_rows
 from simsched.workload.formats.window import TraceColumns, window
-from simsched.workload.prefixes import ChainIds, Prefix, collector_paused, prepend
+from simsched.workload.prefixes import ChainIds, Prefix, prepend
 from simsched.workload.table import RequestTable
 from simsched.workload.trace_chains import TraceChains, chain_numbers
 
@@ -44,8 +44,8 @@ def with_prefixes(
     trace = tenant.trace
     own = None
     if trace_ids and trace is not None and trace.format == "mooncake":
-        with collector_paused():
-            own = mooncake_prefixes(trace, interner, {} if files is None else files)
+        # built with the cyclic collector paused: `build_workload` pauses it for the whole build
+        own = mooncake_prefixes(trace, interner, {} if files is None else files)
     system = getattr(tenant, "prefix", None)
     if own is None and system is None:
         return table
