@@ -177,8 +177,7 @@ def weighted_choice(scored: list[tuple[Any, float]], candidates: list[Any], requ
     Each scorer rates all candidates in one call (a column); the sums are folded column by
     column in the scorers' order, so each candidate's sum is `w1 * s1 + w2 * s2 + ...` added
     left to right, as a loop over scorers adds them (starting from `w1 * s1` rather than
-    `0.0 + w1 * s1` differs only in the sign of a zero, which no comparison sees). A single best
-    is taken without building the list of tied candidates (the tie-break draws nothing then).
+    `0.0 + w1 * s1` differs only in the sign of a zero, which no comparison sees).
     """
     columns = iter(scored)
     scorer, weight = next(columns)
@@ -186,10 +185,7 @@ def weighted_choice(scored: list[tuple[Any, float]], candidates: list[Any], requ
     for scorer, weight in columns:
         scores = scorer.scores(request, candidates)
         totals = [total + weight * score for total, score in zip(totals, scores, strict=True)]
-    best = max(totals)
-    if totals.count(best) == 1:
-        return candidates[totals.index(best)]
-    return ties.pick([r for r, total in zip(candidates, totals, strict=True) if total == best])
+    return best_of(candidates, totals, ties)
 
 
 def load_choice(queue_weight: float, kv_weight: float, candidates: list[Any], ties) -> Any:
@@ -212,6 +208,12 @@ def load_choice(queue_weight: float, kv_weight: float, candidates: list[Any], ti
             queue_weight * ((high - q) / span) + kv_weight * (1.0 - r.blocks_in_use() / r.capacity)
             for q, r in zip(depth, candidates, strict=True)
         ]
+    return best_of(candidates, totals, ties)
+
+
+def best_of(candidates: list[Any], totals: list[float], ties) -> Any:
+    """The candidate with the highest total; ties at random. A single best is taken without
+    building the list of tied candidates (the tie-break draws nothing then)."""
     best = max(totals)
     if totals.count(best) == 1:
         return candidates[totals.index(best)]
