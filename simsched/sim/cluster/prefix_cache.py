@@ -104,7 +104,8 @@ class PrefixCachedKv(PlainKv):
         return self._lookup(runs, limit)[0]
 
     def cached_free(self) -> int:
-        self._settle()
+        if self.growth is not None:  # `_settle`'s test, inlined: the timeline asks every sample
+            self._settle()
         return self.free_blocks
 
     def _settle(self) -> None:
@@ -124,9 +125,11 @@ class PrefixCachedKv(PlainKv):
 
     def start(self, seq: Seq, hits: int) -> None:
         seq.shared = []
+        runs = self._runs(seq)
         if hits:
-            self._reference(self._runs(seq), hits, seq.shared)
+            self._reference(runs, hits, seq.shared)
         seq.shared_blocks = seq.blocks = seq.reg = hits
+        seq.at = bisect_right(runs, hits, key=_hi)  # registering goes on from the run past hits
         seq.done = hits * self.block_size
         self.recorder.cached(seq.request, seq.done)  # a restart's re-hits are recorded apart
 
@@ -154,21 +157,61 @@ class PrefixCachedKv(PlainKv):
         self.fleet.held += blocks
 
     def computed(self, seq: Seq) -> None:
-        """Its newly full blocks become cached (held by the sequence)."""
+        """Its newly full blocks become cached (held by the sequence). A call per prefill chunk
+        (the Mooncake bench: 75,000), so `_add_missing` is inlined for a chunk that goes on
+        from `seq.at`, the run registering stopped in (no search of the runs)."""
         full = seq.done // self.block_size
         reg = seq.reg
-        if full > reg:  # `_register`, inlined: a call per prefill chunk
-            runs = seq.runs if seq.runs is not None else self._runs(seq)
-            if runs and reg < runs[-1][2]:  # blocks past the runs have no key
-                seq.shared_blocks += self._add_missing(runs, reg, full, seq.shared)
-            seq.reg = full
+        if full <= reg:
+            return
+        seq.reg = full
+        runs = seq.runs if seq.runs is not None else self._runs(seq)
+        at, count = seq.at, len(runs)
+        while at < count and runs[at][2] <= reg:  # only if `at` was left behind (a test's call)
+            at += 1
+        chains, shared = self.chains, seq.shared
+        added = 0
+        while at < count:  # blocks past the runs have no key
+            chain, lo, hi = runs[at]
+            if lo >= full:
+                break
+            a = lo if lo > reg else reg
+            b = hi if hi < full else full
+            pieces = chains.get(chain)
+            if pieces is not None and pieces[-1].hi > a:  # someone else's pieces in the way
+                added += self._fill_gaps(pieces, chain, a, b, shared)
+            else:
+                if pieces is None:  # nothing of this chain yet: one new piece
+                    chains[chain] = [Piece(chain, a, b, 1)]
+                else:  # the common case: a prefill's next chunk, past its chain
+                    last = pieces[-1]
+                    if last.hi == a and last.refs == 1:
+                        last.hi = b  # what a new piece joined to the held one it continues would be
+                    else:
+                        pieces.append(Piece(chain, a, b, 1))  # no neighbour it could join
+                # `_share`: the chunk continues the held run, or starts a run of its own
+                last_run = shared[-1] if shared else None
+                if last_run is not None and last_run[2] == a and last_run[0] == chain:
+                    shared[-1] = (chain, last_run[1], b)
+                else:
+                    shared.append((chain, a, b))
+                added += b - a
+            if hi > full:
+                break  # registering goes on in this run
+            at += 1
+        seq.at = at
+        seq.shared_blocks += added
 
     def finish(self, seq: Seq, blocks: int) -> None:
         """A finished sequence first registers the full blocks of its whole sequence (a
         session's next turn resends them); the last token's KV is never computed."""
-        full = min(blocks, (seq.prefill + seq.decode - 1) // self.block_size)
-        if full > seq.reg:
-            self._register(seq, full)
+        runs = seq.runs if seq.runs is not None else self._runs(seq)
+        # a finished prompt is registered already and its decoded blocks have no key: only a
+        # sequence whose keyed blocks run past what it registered has anything to add
+        if runs and seq.reg < runs[-1][2]:
+            full = min(blocks, (seq.prefill + seq.decode - 1) // self.block_size)
+            if full > seq.reg:
+                self._register(seq, full)
         self._let_go(seq, blocks)
 
     def preempt(self, seq: Seq, blocks: int) -> None:
@@ -195,8 +238,11 @@ class PrefixCachedKv(PlainKv):
         seq.reg = full
 
     def _let_go(self, seq: Seq, blocks: int) -> None:
-        dropped = self._release(seq.shared)
-        self.release(blocks - seq.shared_blocks + dropped)
+        freed = blocks - seq.shared_blocks + self._release(seq.shared)
+        if freed < 0 or freed > self.level:
+            super().release(freed)  # raises, naming the violation
+        self.level -= freed  # `PlainKv.release`, inlined: once a request
+        self.fleet.held -= freed
         seq.shared = []
         seq.shared_blocks = seq.reg = 0
 
@@ -248,18 +294,27 @@ class PrefixCachedKv(PlainKv):
     def _reference(self, runs: tuple[Run, ...], hits: int, shared: list[Run]) -> None:
         """Reference the first `hits` blocks of `runs` (all held here); free ones leave the free."""
         left = hits
+        chains = self.chains
         for chain, lo, hi in runs:
             if left <= 0:
                 break
-            end = min(hi, lo + left)
-            pieces = self.chains[chain]
-            i, k = self._cut(pieces, lo, end)
-            for piece in pieces[i:k]:
+            end = hi if hi < lo + left else lo + left
+            pieces = chains[chain]
+            piece = pieces[0]
+            if len(pieces) == 1 and piece.lo == lo and piece.hi == end:
+                # the common case: the run's hits are its chain's one piece (no cut or join)
                 if piece.refs == 0:
-                    self.free_blocks -= piece.hi - piece.lo
+                    self.free_blocks -= end - lo
                     piece.token = NOT_QUEUED
                 piece.refs += 1
-            self._join(pieces, i, k)
+            else:
+                i, k = self._cut(pieces, lo, end)
+                for piece in pieces[i:k]:
+                    if piece.refs == 0:
+                        self.free_blocks -= piece.hi - piece.lo
+                        piece.token = NOT_QUEUED
+                    piece.refs += 1
+                self._join(pieces, i, k)
             _share(shared, chain, lo, end)
             left -= end - lo
 
@@ -323,23 +378,27 @@ class PrefixCachedKv(PlainKv):
         self.releases += 1
         stamp = self.releases
         dropped = 0
-        chains = self.chains
+        chains, queue, tokens = self.chains, self.queue, self.tokens
         for chain, lo, hi in shared:
             pieces = chains[chain]
-            if len(pieces) == 1 and pieces[0].lo == lo and pieces[0].hi == hi:
-                todo = pieces  # the common case: the run is its chain's one piece
-                i, k = 0, 1
-            else:
-                i, k = self._cut(pieces, lo, hi)
-                todo = pieces[i:k]
-            for piece in todo:
+            piece = pieces[0]
+            if len(pieces) == 1 and piece.lo == lo and piece.hi == hi:
+                # the common case: the run is its chain's one piece (`_queue`, inlined)
+                piece.refs -= 1
+                if piece.refs == 0:
+                    piece.stamp = stamp
+                    dropped += hi - lo
+                    piece.token = token = next(tokens)
+                    heapq.heappush(queue, (stamp, -hi, token, piece))
+                continue
+            i, k = self._cut(pieces, lo, hi)
+            for piece in pieces[i:k]:
                 piece.refs -= 1
                 if piece.refs == 0:
                     piece.stamp = stamp
                     dropped += piece.hi - piece.lo
                     self._queue(piece)
-            if len(pieces) > 1:
-                self._join(pieces, i, k)
+            self._join(pieces, i, k)
         self.free_blocks += dropped
         return dropped
 

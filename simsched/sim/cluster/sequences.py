@@ -33,6 +33,7 @@ class Seq:
         "shared",
         "shared_blocks",
         "reg",
+        "at",
     )
 
     def __init__(self, request: Request) -> None:
@@ -51,6 +52,7 @@ class Seq:
         self.shared: list[tuple[int, int, int]] = []
         self.shared_blocks = 0
         self.reg = 0
+        self.at = 0  # the first of `runs` that ends past `reg` (where registering goes on)
 
     def restart(self) -> None:
         """Preempted: recompute the prompt and everything generated so far."""
