@@ -124,11 +124,12 @@ class PrefixCachedKv(PlainKv):
         return self._lookup(runs, (seq.target - 1) // self.block_size)  # the last token computes
 
     def start(self, seq: Seq, hits: int) -> None:
-        seq.shared = []
         runs = self._runs(seq)
         if hits:
-            self._reference(runs, hits, seq.shared)
-        seq.shared_blocks = seq.blocks = seq.reg = hits
+            self._reference(runs, hits)
+        # it holds the runs' leading blocks up to `reg`: its hits, then what it registers
+        seq.shared = None
+        seq.blocks = seq.reg = hits
         seq.at = bisect_right(runs, hits, key=_hi)  # registering goes on from the run past hits
         seq.done = hits * self.block_size
         self.recorder.cached(seq.request, seq.done)  # a restart's re-hits are recorded apart
@@ -158,49 +159,47 @@ class PrefixCachedKv(PlainKv):
 
     def computed(self, seq: Seq) -> None:
         """Its newly full blocks become cached (held by the sequence). A call per prefill chunk
-        (the Mooncake bench: 75,000), so `_add_missing` is inlined for a chunk that goes on
-        from `seq.at`, the run registering stopped in (no search of the runs)."""
+        (the Mooncake bench: 75,000), so `_add_missing` is inlined for a sequence that has
+        registered every block it computed (`seq.shared` None: what it holds is the runs'
+        blocks below `reg`, counted at its release), going on from `seq.at`, the run
+        registering stopped in."""
         full = seq.done // self.block_size
         reg = seq.reg
         if full <= reg:
             return
         seq.reg = full
         runs = seq.runs if seq.runs is not None else self._runs(seq)
+        if seq.shared is not None:  # it kept a duplicate: its runs are listed (`_add_missing`)
+            if runs and reg < runs[-1][2]:  # blocks past the runs have no key
+                seq.shared_blocks += self._add_missing(runs, reg, full, seq.shared)
+            return
         at, count = seq.at, len(runs)
         while at < count and runs[at][2] <= reg:  # only if `at` was left behind (a test's call)
             at += 1
-        chains, shared = self.chains, seq.shared
-        added = 0
-        while at < count:  # blocks past the runs have no key
+        chains = self.chains
+        while at < count:
             chain, lo, hi = runs[at]
             if lo >= full:
                 break
             a = lo if lo > reg else reg
             b = hi if hi < full else full
             pieces = chains.get(chain)
-            if pieces is not None and pieces[-1].hi > a:  # someone else's pieces in the way
-                added += self._fill_gaps(pieces, chain, a, b, shared)
-            else:
-                if pieces is None:  # nothing of this chain yet: one new piece
-                    chains[chain] = [Piece(chain, a, b, 1)]
-                else:  # the common case: a prefill's next chunk, past its chain
-                    last = pieces[-1]
-                    if last.hi == a and last.refs == 1:
-                        last.hi = b  # what a new piece joined to the held one it continues would be
-                    else:
-                        pieces.append(Piece(chain, a, b, 1))  # no neighbour it could join
-                # `_share`: the chunk continues the held run, or starts a run of its own
-                last_run = shared[-1] if shared else None
-                if last_run is not None and last_run[2] == a and last_run[0] == chain:
-                    shared[-1] = (chain, last_run[1], b)
+            if pieces is None:  # nothing of this chain yet: one new piece
+                chains[chain] = [Piece(chain, a, b, 1)]
+            elif pieces[-1].hi <= a:  # the common case: a prefill's next chunk, past its chain
+                last = pieces[-1]
+                if last.hi == a and last.refs == 1:
+                    last.hi = b  # what a new piece joined to the held one it continues would be
                 else:
-                    shared.append((chain, a, b))
-                added += b - a
+                    pieces.append(Piece(chain, a, b, 1))  # no neighbour it could join
+            else:  # someone registered some of these meanwhile: they stay its own, listed
+                seq.shared, seq.shared_blocks = self._held(runs, a)
+                seq.shared_blocks += self._add_missing(runs, a, full, seq.shared)
+                return
             if hi > full:
                 break  # registering goes on in this run
             at += 1
         seq.at = at
-        seq.shared_blocks += added
 
     def finish(self, seq: Seq, blocks: int) -> None:
         """A finished sequence first registers the full blocks of its whole sequence (a
@@ -211,6 +210,8 @@ class PrefixCachedKv(PlainKv):
         if runs and seq.reg < runs[-1][2]:
             full = min(blocks, (seq.prefill + seq.decode - 1) // self.block_size)
             if full > seq.reg:
+                if seq.shared is None:
+                    seq.shared, seq.shared_blocks = self._held(runs, seq.reg)
                 self._register(seq, full)
         self._let_go(seq, blocks)
 
@@ -238,13 +239,28 @@ class PrefixCachedKv(PlainKv):
         seq.reg = full
 
     def _let_go(self, seq: Seq, blocks: int) -> None:
-        freed = blocks - seq.shared_blocks + self._release(seq.shared)
+        if seq.shared is None:
+            shared, held = self._held(self._runs(seq), seq.reg)
+        else:
+            shared, held = seq.shared, seq.shared_blocks
+        freed = blocks - held + self._release(shared)
         if freed < 0 or freed > self.level:
             super().release(freed)  # raises, naming the violation
         self.level -= freed  # `PlainKv.release`, inlined: once a request
         self.fleet.held -= freed
-        seq.shared = []
+        seq.shared = None  # it holds nothing: the runs' blocks below 0
         seq.shared_blocks = seq.reg = 0
+
+    @staticmethod
+    def _held(runs: tuple[Run, ...], stop: int) -> tuple[list[Run], int]:
+        """The registered blocks of a sequence that holds the runs' blocks below `stop`, as
+        runs, and their count (runs are contiguous from block 0)."""
+        held = []
+        for chain, lo, hi in runs:
+            if lo >= stop:
+                break
+            held.append((chain, lo, hi if hi < stop else stop))
+        return held, min(stop, runs[-1][2]) if runs else 0
 
     # --- the index ------------------------------------------------------------------------------
     def _lookup(self, runs: tuple[Run, ...], limit: int) -> tuple[int, int]:
@@ -291,8 +307,9 @@ class PrefixCachedKv(PlainKv):
             i += 1
         return j, revived
 
-    def _reference(self, runs: tuple[Run, ...], hits: int, shared: list[Run]) -> None:
-        """Reference the first `hits` blocks of `runs` (all held here); free ones leave the free."""
+    def _reference(self, runs: tuple[Run, ...], hits: int) -> None:
+        """Reference the first `hits` blocks of `runs` (all held here); free ones leave the free.
+        The sequence holds them as the runs' leading blocks (`start`), so nothing is listed."""
         left = hits
         chains = self.chains
         for chain, lo, hi in runs:
@@ -315,7 +332,6 @@ class PrefixCachedKv(PlainKv):
                         piece.token = NOT_QUEUED
                     piece.refs += 1
                 self._join(pieces, i, k)
-            _share(shared, chain, lo, end)
             left -= end - lo
 
     def _add_missing(self, runs: tuple[Run, ...], start: int, stop: int, shared: list[Run]) -> int:
