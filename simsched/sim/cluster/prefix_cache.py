@@ -118,13 +118,13 @@ class PrefixCachedKv(PlainKv):
 
     # --- the batching loop --------------------------------------------------------------------
     def prompt_hits(self, seq: Seq) -> tuple[int, int]:
-        runs = self._runs(seq)
+        runs = seq.runs if seq.runs is not None else self._runs(seq)
         if not runs:
             return 0, 0
         return self._lookup(runs, (seq.target - 1) // self.block_size)  # the last token computes
 
     def start(self, seq: Seq, hits: int) -> None:
-        runs = self._runs(seq)
+        runs = seq.runs if seq.runs is not None else self._runs(seq)
         if hits:
             self._reference(runs, hits)
         # it holds the runs' leading blocks up to `reg`: its hits, then what it registers
@@ -138,9 +138,9 @@ class PrefixCachedKv(PlainKv):
         """Evict what the new blocks displace, then hold them: once an iteration, so the
         common eviction (from the top of the oldest free piece) and `KvPool.hold`'s checks and
         count are inlined here, one call where there were four."""
-        level = self.level
-        excess = level + self.free_blocks + blocks - self.capacity
-        free = self.free_blocks
+        free, capacity = self.free_blocks, self.capacity
+        level = self.level + blocks
+        excess = level + free - capacity
         if excess > 0 and free:
             count = excess if excess < free else free  # more than that overflows, below
             _, _, token, piece = self.queue[0]
@@ -149,9 +149,8 @@ class PrefixCachedKv(PlainKv):
                 piece.hi -= count
             else:
                 self._evict(count)
-        if blocks < 0 or level + blocks > self.capacity:
+        if blocks < 0 or level > capacity:
             super().hold(blocks)  # raises, naming the violation
-        level += blocks
         self.level = level
         if level > self.peak:
             self.peak = level
