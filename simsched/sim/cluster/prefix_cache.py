@@ -104,7 +104,8 @@ class PrefixCachedKv(PlainKv):
         return self._lookup(runs, limit)[0]
 
     def cached_free(self) -> int:
-        self._settle()
+        if self.growth is not None:  # `_settle`'s test, inlined: the timeline asks every sample
+            self._settle()
         return self.free_blocks
 
     def _settle(self) -> None:
@@ -117,16 +118,19 @@ class PrefixCachedKv(PlainKv):
 
     # --- the batching loop --------------------------------------------------------------------
     def prompt_hits(self, seq: Seq) -> tuple[int, int]:
-        runs = self._runs(seq)
+        runs = seq.runs if seq.runs is not None else self._runs(seq)
         if not runs:
             return 0, 0
         return self._lookup(runs, (seq.target - 1) // self.block_size)  # the last token computes
 
     def start(self, seq: Seq, hits: int) -> None:
-        seq.shared = []
+        runs = seq.runs if seq.runs is not None else self._runs(seq)
         if hits:
-            self._reference(self._runs(seq), hits, seq.shared)
-        seq.shared_blocks = seq.blocks = seq.reg = hits
+            self._reference(runs, hits)
+        # it holds the runs' leading blocks up to `reg`: its hits, then what it registers
+        seq.shared = None
+        seq.blocks = seq.reg = hits
+        seq.at = bisect_right(runs, hits, key=_hi)  # registering goes on from the run past hits
         seq.done = hits * self.block_size
         self.recorder.cached(seq.request, seq.done)  # a restart's re-hits are recorded apart
 
@@ -134,9 +138,9 @@ class PrefixCachedKv(PlainKv):
         """Evict what the new blocks displace, then hold them: once an iteration, so the
         common eviction (from the top of the oldest free piece) and `KvPool.hold`'s checks and
         count are inlined here, one call where there were four."""
-        level = self.level
-        excess = level + self.free_blocks + blocks - self.capacity
-        free = self.free_blocks
+        free, capacity = self.free_blocks, self.capacity
+        level = self.level + blocks
+        excess = level + free - capacity
         if excess > 0 and free:
             count = excess if excess < free else free  # more than that overflows, below
             _, _, token, piece = self.queue[0]
@@ -145,30 +149,69 @@ class PrefixCachedKv(PlainKv):
                 piece.hi -= count
             else:
                 self._evict(count)
-        if blocks < 0 or level + blocks > self.capacity:
+        if blocks < 0 or level > capacity:
             super().hold(blocks)  # raises, naming the violation
-        level += blocks
         self.level = level
         if level > self.peak:
             self.peak = level
         self.fleet.held += blocks
 
     def computed(self, seq: Seq) -> None:
-        """Its newly full blocks become cached (held by the sequence)."""
+        """Its newly full blocks become cached (held by the sequence). A call per prefill chunk
+        (the Mooncake bench: 75,000), so `_add_missing` is inlined for a sequence that has
+        registered every block it computed (`seq.shared` None: what it holds is the runs'
+        blocks below `reg`, counted at its release), going on from `seq.at`, the run
+        registering stopped in."""
         full = seq.done // self.block_size
         reg = seq.reg
-        if full > reg:  # `_register`, inlined: a call per prefill chunk
-            runs = seq.runs if seq.runs is not None else self._runs(seq)
+        if full <= reg:
+            return
+        seq.reg = full
+        runs = seq.runs if seq.runs is not None else self._runs(seq)
+        if seq.shared is not None:  # it kept a duplicate: its runs are listed (`_add_missing`)
             if runs and reg < runs[-1][2]:  # blocks past the runs have no key
                 seq.shared_blocks += self._add_missing(runs, reg, full, seq.shared)
-            seq.reg = full
+            return
+        at, count = seq.at, len(runs)
+        while at < count and runs[at][2] <= reg:  # only if `at` was left behind (a test's call)
+            at += 1
+        chains = self.chains
+        while at < count:
+            chain, lo, hi = runs[at]
+            if lo >= full:
+                break
+            a = lo if lo > reg else reg
+            b = hi if hi < full else full
+            pieces = chains.get(chain)
+            if pieces is None:  # nothing of this chain yet: one new piece
+                chains[chain] = [Piece(chain, a, b, 1)]
+            elif pieces[-1].hi <= a:  # the common case: a prefill's next chunk, past its chain
+                last = pieces[-1]
+                if last.hi == a and last.refs == 1:
+                    last.hi = b  # what a new piece joined to the held one it continues would be
+                else:
+                    pieces.append(Piece(chain, a, b, 1))  # no neighbour it could join
+            else:  # someone registered some of these meanwhile: they stay its own, listed
+                seq.shared, seq.shared_blocks = self._held(runs, a)
+                seq.shared_blocks += self._add_missing(runs, a, full, seq.shared)
+                return
+            if hi > full:
+                break  # registering goes on in this run
+            at += 1
+        seq.at = at
 
     def finish(self, seq: Seq, blocks: int) -> None:
         """A finished sequence first registers the full blocks of its whole sequence (a
         session's next turn resends them); the last token's KV is never computed."""
-        full = min(blocks, (seq.prefill + seq.decode - 1) // self.block_size)
-        if full > seq.reg:
-            self._register(seq, full)
+        runs = seq.runs if seq.runs is not None else self._runs(seq)
+        # a finished prompt is registered already and its decoded blocks have no key: only a
+        # sequence whose keyed blocks run past what it registered has anything to add
+        if runs and seq.reg < runs[-1][2]:
+            full = min(blocks, (seq.prefill + seq.decode - 1) // self.block_size)
+            if full > seq.reg:
+                if seq.shared is None:
+                    seq.shared, seq.shared_blocks = self._held(runs, seq.reg)
+                self._register(seq, full)
         self._let_go(seq, blocks)
 
     def preempt(self, seq: Seq, blocks: int) -> None:
@@ -195,10 +238,28 @@ class PrefixCachedKv(PlainKv):
         seq.reg = full
 
     def _let_go(self, seq: Seq, blocks: int) -> None:
-        dropped = self._release(seq.shared)
-        self.release(blocks - seq.shared_blocks + dropped)
-        seq.shared = []
+        if seq.shared is None:
+            shared, held = self._held(self._runs(seq), seq.reg)
+        else:
+            shared, held = seq.shared, seq.shared_blocks
+        freed = blocks - held + self._release(shared)
+        if freed < 0 or freed > self.level:
+            super().release(freed)  # raises, naming the violation
+        self.level -= freed  # `PlainKv.release`, inlined: once a request
+        self.fleet.held -= freed
+        seq.shared = None  # it holds nothing: the runs' blocks below 0
         seq.shared_blocks = seq.reg = 0
+
+    @staticmethod
+    def _held(runs: tuple[Run, ...], stop: int) -> tuple[list[Run], int]:
+        """The registered blocks of a sequence that holds the runs' blocks below `stop`, as
+        runs, and their count (runs are contiguous from block 0)."""
+        held = []
+        for chain, lo, hi in runs:
+            if lo >= stop:
+                break
+            held.append((chain, lo, hi if hi < stop else stop))
+        return held, min(stop, runs[-1][2]) if runs else 0
 
     # --- the index ------------------------------------------------------------------------------
     def _lookup(self, runs: tuple[Run, ...], limit: int) -> tuple[int, int]:
@@ -245,22 +306,31 @@ class PrefixCachedKv(PlainKv):
             i += 1
         return j, revived
 
-    def _reference(self, runs: tuple[Run, ...], hits: int, shared: list[Run]) -> None:
-        """Reference the first `hits` blocks of `runs` (all held here); free ones leave the free."""
+    def _reference(self, runs: tuple[Run, ...], hits: int) -> None:
+        """Reference the first `hits` blocks of `runs` (all held here); free ones leave the free.
+        The sequence holds them as the runs' leading blocks (`start`), so nothing is listed."""
         left = hits
+        chains = self.chains
         for chain, lo, hi in runs:
             if left <= 0:
                 break
-            end = min(hi, lo + left)
-            pieces = self.chains[chain]
-            i, k = self._cut(pieces, lo, end)
-            for piece in pieces[i:k]:
+            end = hi if hi < lo + left else lo + left
+            pieces = chains[chain]
+            piece = pieces[0]
+            if len(pieces) == 1 and piece.lo == lo and piece.hi == end:
+                # the common case: the run's hits are its chain's one piece (no cut or join)
                 if piece.refs == 0:
-                    self.free_blocks -= piece.hi - piece.lo
+                    self.free_blocks -= end - lo
                     piece.token = NOT_QUEUED
                 piece.refs += 1
-            self._join(pieces, i, k)
-            _share(shared, chain, lo, end)
+            else:
+                i, k = self._cut(pieces, lo, end)
+                for piece in pieces[i:k]:
+                    if piece.refs == 0:
+                        self.free_blocks -= piece.hi - piece.lo
+                        piece.token = NOT_QUEUED
+                    piece.refs += 1
+                self._join(pieces, i, k)
             left -= end - lo
 
     def _add_missing(self, runs: tuple[Run, ...], start: int, stop: int, shared: list[Run]) -> int:
@@ -323,23 +393,27 @@ class PrefixCachedKv(PlainKv):
         self.releases += 1
         stamp = self.releases
         dropped = 0
-        chains = self.chains
+        chains, queue, tokens = self.chains, self.queue, self.tokens
         for chain, lo, hi in shared:
             pieces = chains[chain]
-            if len(pieces) == 1 and pieces[0].lo == lo and pieces[0].hi == hi:
-                todo = pieces  # the common case: the run is its chain's one piece
-                i, k = 0, 1
-            else:
-                i, k = self._cut(pieces, lo, hi)
-                todo = pieces[i:k]
-            for piece in todo:
+            piece = pieces[0]
+            if len(pieces) == 1 and piece.lo == lo and piece.hi == hi:
+                # the common case: the run is its chain's one piece (`_queue`, inlined)
+                piece.refs -= 1
+                if piece.refs == 0:
+                    piece.stamp = stamp
+                    dropped += hi - lo
+                    piece.token = token = next(tokens)
+                    heapq.heappush(queue, (stamp, -hi, token, piece))
+                continue
+            i, k = self._cut(pieces, lo, hi)
+            for piece in pieces[i:k]:
                 piece.refs -= 1
                 if piece.refs == 0:
                     piece.stamp = stamp
                     dropped += piece.hi - piece.lo
                     self._queue(piece)
-            if len(pieces) > 1:
-                self._join(pieces, i, k)
+            self._join(pieces, i, k)
         self.free_blocks += dropped
         return dropped
 

@@ -33,6 +33,7 @@ class Seq:
         "shared",
         "shared_blocks",
         "reg",
+        "at",
     )
 
     def __init__(self, request: Request) -> None:
@@ -46,11 +47,13 @@ class Seq:
         self.off = 0  # while decoding: its tokens = iteration index + off
         self.finish = -1  # while decoding: the iteration at whose end it finishes; -1 otherwise
         # prefix caching only (prefix_cache.py): the prompt's key runs, the registered blocks it
-        # holds (as runs, and their count), blocks considered for registration so far
+        # holds (as runs, and their count; None: the runs' blocks below `reg`), blocks
+        # considered for registration so far
         self.runs: tuple | None = None
-        self.shared: list[tuple[int, int, int]] = []
+        self.shared: list[tuple[int, int, int]] | None = []
         self.shared_blocks = 0
         self.reg = 0
+        self.at = 0  # the first of `runs` that ends past `reg` (where registering goes on)
 
     def restart(self) -> None:
         """Preempted: recompute the prompt and everything generated so far."""

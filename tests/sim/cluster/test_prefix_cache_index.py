@@ -10,6 +10,7 @@ block holds, its reference count, and the order free blocks will be evicted in) 
 
 from __future__ import annotations
 
+import random
 from collections import OrderedDict
 
 import simpy
@@ -135,10 +136,17 @@ def test_the_index_equals_a_block_by_block_cache(shapes, steps, capacity) -> Non
     """Several prefills in flight at once, a chunk at a time: another request registers a
     middle block while one is still computing (a duplicate, and a hole once it is evicted),
     and a sequence is preempted or finishes at any point of its prefill."""
+    drive(shapes, steps, capacity)
+
+
+def drive(shapes: list, steps: list[tuple[int, int]], capacity: int) -> int:
+    """Run `steps` (action, pick) on both caches, comparing them after every step; returns
+    how many blocks a prefill found registered meanwhile by another (its duplicates)."""
     env = simpy.Environment()
     kv = PrefixCachedKv(env, capacity, BLOCK, Recorder())
     oracle = BlockCache(capacity)
     running: list[Seq] = []
+    duplicates = 0
     for n, (action, pick) in enumerate(steps):
         computing = [s for s in running if s.done < s.target]
         if action == 0 or not running:  # a prompt starts, holding the blocks it will compute
@@ -159,7 +167,11 @@ def test_the_index_equals_a_block_by_block_cache(shapes, steps, capacity) -> Non
             seq = computing[pick % len(computing)]
             seq.done = min(seq.target, seq.done + 1 + pick % 9)
             kv.computed(seq)
+            before = len(oracle.shared[seq.request.seq])
+            reg = oracle.reg[seq.request.seq]
             oracle.register(seq, seq.done // BLOCK)
+            keys = oracle.keys[seq.request.seq][reg : seq.done // BLOCK]
+            duplicates += len(keys) - (len(oracle.shared[seq.request.seq]) - before)
         else:
             seq = running.pop(pick % len(running))
             if action == 2 and seq.done == seq.target:
@@ -174,6 +186,31 @@ def test_the_index_equals_a_block_by_block_cache(shapes, steps, capacity) -> Non
         for pieces in kv.chains.values():  # sorted, disjoint, none empty
             assert all(a.hi <= b.lo for a, b in zip(pieces, pieces[1:], strict=False))
             assert all(piece.lo < piece.hi for piece in pieces)
+    return duplicates
+
+
+def test_prefills_racing_over_shared_prompts_equal_the_block_by_block_cache() -> None:
+    """Long random runs, seeded, where several prefills of prompts that share their leading
+    segments compute chunk by chunk at once: a prefill then finds blocks ahead of it
+    registered by another (duplicates it keeps as its own, then releases uncached), after
+    registering its own first or with nothing registered yet, and is preempted or finishes
+    with them. The hypothesis test above rarely draws such races; this one must."""
+    rng = random.Random(16)
+    duplicates = 0
+    for _ in range(40):
+        shapes = []
+        for _ in range(rng.randint(1, 4)):
+            ids, ends, end, parent = [], [], 0, 0
+            for _ in range(rng.randint(1, 4)):
+                parent = parent * 3 + rng.randint(0, 1) + 1  # few branches: most prompts share
+                end += rng.choice([4, 8, 13])
+                ids.append(parent)
+                ends.append(end)
+            shapes.append((ids, ends, max(1, end + rng.randint(-3, 9))))
+        # starts and chunks outnumber ends, so prefills overlap
+        steps = [(rng.choice([0, 1, 1, 1, 2, 3]), rng.randint(0, 99)) for _ in range(150)]
+        duplicates += drive(shapes, steps, rng.choice([12, 30, 60]))
+    assert duplicates > 50  # the races happened
 
 
 def test_a_read_mid_jump_sees_the_evictions_stepping_would_have_made() -> None:
