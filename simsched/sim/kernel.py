@@ -83,8 +83,10 @@ class SimEnvironment(simpy.Environment):
     def alarm_at(self, when: float, priority: int, callback: Callable[[Any], None]) -> Alarm:
         """Call `callback(alarm)` at exactly `when`: `AtInstant` with one callback, without
         building an event (a replica sets one per iteration or jump)."""
+        if when < self._now:  # `schedule_at`, inlined: a replica sets one per iteration or jump
+            raise ValueError(f"cannot schedule at {when}, before now ({self._now})")
         alarm = Alarm(callback)
-        self.schedule_at(alarm, priority, when)  # type: ignore[arg-type]
+        heappush(self._queue, (when, priority, next(self._eid), alarm))
         return alarm
 
     def alarm_after(self, delay: float, priority: int, callback: Callable[[Any], None]) -> Alarm:

@@ -66,14 +66,13 @@ def plan_jump(
     decoding: DecodeSet, it: int, t: float, free: int, latency: LatencyModel
 ) -> Jump | None:
     """The jump from iteration `it`, starting at `t` with `free` blocks; None if it is too short."""
-    horizon = min(decoding.next_finish() - it + 1, MAX_JUMP)
+    horizon = decoding.next_finish() - it + 1
     if horizon < MIN_JUMP:
         return None
-    need = block_needs(decoding, it, horizon, free)
+    need = block_needs(decoding, it, horizon if horizon < MAX_JUMP else MAX_JUMP, free)
     if len(need) < MIN_JUMP:
         return None
-    context = decoding.context(it)
-    ends = decode_run(latency, t, decoding.count, context, len(need))
+    ends = decode_run(latency, t, decoding.count, decoding.context(it), len(need))
     return Jump(it, ends, need)
 
 
@@ -81,10 +80,15 @@ def block_needs(decoding: DecodeSet, it: int, horizon: int, free: int) -> list[i
     """Blocks the next iterations take, cumulated, for as many as the free blocks cover."""
     residues, size = decoding.residues, decoding.block_size
     need: list[int] = []
+    append = need.append
     total = 0
-    for step in range(horizon):
-        total += residues[(1 - it - step) % size]
+    # the residue of iteration it + step is (1 - it - step) % size: it steps down by one and
+    # wraps from 0 to size - 1 (a subtraction where the modulo took three operations)
+    residue, top = (1 - it) % size, size - 1
+    for _ in range(horizon):
+        total += residues[residue]
         if total > free:
             break
-        need.append(total)
+        append(total)
+        residue = residue - 1 if residue else top
     return need

@@ -96,15 +96,15 @@ class Replica:
         self.on_room = lambda: None  # set by the cluster: a request left the waiting queue
         self.on_idle = lambda: None  # set by an autoscaler: the replica ran out of work
         self.config = config
-        self.observer: Any = NoObserver()
+        self.observer = NoObserver()  # a property: it tells `_watched` whether anyone watches
+        # nothing to tell when nobody attributes: each iteration skips the call (a plan's runs
+        # step half a million iterations)
+        self._attributing = attribution is not NO_ATTRIBUTION
         self.capacity = config.blocks_per_replica
         self.meter = UtilisationMeter(self.max_tokens, self.capacity)  # utilisation.py
         # the cluster's KV total that this replica's memory keeps up to date (kv_level.py)
         self.fleet = FleetKv(env) if fleet is None else fleet
-        self.kv = build_kv_memory(env, self.capacity, config, recorder, self.fleet)
-        # blocks held now, mid-jump included: the memory's own view, bound once (routers and
-        # the KV gate ask it for every replica on every request)
-        self.blocks_in_use = self.kv.in_use
+        self._use_memory(build_kv_memory(env, self.capacity, config, recorder, self.fleet))
         # an idle replica batches what is placed on it within one scheduling step; vLLM's
         # free-block watermark for admitting waiting requests, in blocks (floored, as vLLM's
         # block manager does); docs/continuous_batching.md, "An iteration"
@@ -123,6 +123,26 @@ class Replica:
         self.jump: Jump | None = None
         self._timer: Alarm | None = None
         self._end = 0.0
+        self._timer_callback = self._on_timer  # bound once: one alarm per iteration or jump
+        self._deliver = self._enter  # bound once: the front end delivers every request here
+
+    @property
+    def observer(self) -> Any:
+        return self._observer
+
+    @observer.setter
+    def observer(self, observer: Any) -> None:
+        self._observer = observer
+        self._watched = type(observer) is not NoObserver  # else its calls are skipped
+
+    def _use_memory(self, kv: KvMemory) -> None:
+        self.kv = kv
+        # blocks held now, mid-jump included: the memory's own view, bound once (routers and
+        # the KV gate ask it for every replica on every request)
+        self.blocks_in_use = kv.in_use
+        # whether the memory registers computed chunks (a prefix cache); a plain one does not,
+        # so the end of a step skips the call per chunk
+        self._registers = type(kv).computed is not PlainKv.computed
 
     # --- what others read ---------------------------------------------------------------
     def outstanding(self) -> int:
@@ -143,12 +163,12 @@ class Replica:
             raise RuntimeError(f"simulation bug: replica {self.index} restarted while busy")
         # the old memory holds nothing (an idle replica runs no sequence) and jumps no more,
         # so the fleet's total is the same without it
-        self.kv = build_kv_memory(self.env, self.capacity, self.config, self.recorder, self.fleet)
-        self.blocks_in_use = self.kv.in_use
+        kv = build_kv_memory(self.env, self.capacity, self.config, self.recorder, self.fleet)
+        self._use_memory(kv)
 
     # --- arrivals -----------------------------------------------------------------------
     def submit(self, request: Request) -> None:
-        self.frontend.accept(request, self._enter)
+        self.frontend.accept(request, self._deliver)
 
     def _enter(self, request: Request) -> None:
         """The request reaches the engine's waiting queue (from the front end)."""
@@ -202,10 +222,13 @@ class Replica:
         self.batch_tokens = tokens
         start, level = self.t, kv.level
         end = start + step
-        self.observer.iteration(self.index, start, end, prefill, decodes, level)
+        if self._watched:
+            self._observer.iteration(self.index, start, end, prefill, decodes, level)
         self.meter.step(start, end, tokens, len(self.running), level)
-        self.attribution.stepped(self.index, start, end, plan, decoding, it)
-        self._schedule(end)
+        if self._attributing:
+            self.attribution.stepped(self.index, start, end, plan, decoding, it)
+        self._timer = self.env.alarm_at(end, RELEASE, self._timer_callback)  # `_schedule`
+        self._end = end
 
     def _stalled(self) -> None:
         """Nothing can run: a replica whose blocks all belong to running sequences always fits
@@ -232,7 +255,7 @@ class Replica:
                 budget -= chunk
             if need <= free:
                 return plan, need, budget, free, preempted
-            self.observer.preempting(self.index, need, free)
+            self._observer.preempting(self.index, need, free)
             self._preempt_newest(it)
             preempted = True
 
@@ -287,7 +310,7 @@ class Replica:
         self.recorder.preempted(seq.request)
 
     def _schedule(self, end: float) -> None:
-        self._timer = self.env.alarm_at(end, RELEASE, self._on_timer)
+        self._timer = self.env.alarm_at(end, RELEASE, self._timer_callback)
         self._end = end
 
     def _on_timer(self, event: Alarm) -> None:
@@ -299,14 +322,17 @@ class Replica:
             self._end_step()
 
     def _end_step(self) -> None:
-        it, end, kv = self.it, self._end, self.kv
+        it, end, kv, registers = self.it, self._end, self.kv, self._registers
         for seq, chunk, _ in self.chunks:
             seq.done += chunk
-            kv.computed(seq)
+            if registers:
+                kv.computed(seq)
             if seq.done == seq.target:
                 self._prefilled(seq, it, end)
         self.chunks = []
-        self._finish_decodes(it, end)
+        finishing = self.decoding.pop_finishing(it)  # `_finish_decodes`, without a call when
+        if finishing:  # nothing finishes (most iterations)
+            self._finish_decodes(finishing, it, end)
         self.it, self.t = it + 1, end
         self._begin()
 
@@ -321,9 +347,11 @@ class Replica:
             # The next iteration decodes with target + 1 tokens: tokens = iteration + off.
             self.decoding.add(seq, seq.target - it, it + seq.decode - seq.generated)
 
-    def _finish_decodes(self, it: int, end: float) -> None:
-        for seq in self.decoding.pop_finishing(it):
-            self._finish(seq, self.decoding.blocks_held(seq, it), end)
+    def _finish_decodes(self, finishing: list[Seq], it: int, end: float) -> None:
+        """The decoding sequences that finish at the end of iteration `it` (`pop_finishing`)."""
+        blocks_held = self.decoding.blocks_held
+        for seq in finishing:
+            self._finish(seq, blocks_held(seq, it), end)
 
     def _finish(self, seq: Seq, blocks: int, end: float) -> None:
         self.kv.finish(seq, blocks)
@@ -353,10 +381,14 @@ class Replica:
         k, ends, need = jump.k, jump.ends, jump.need
         if k < len(ends):  # a cut jump took fewer iterations than planned
             ends, need = ends[:k], need[:k]
-        self.meter.jump(self.t, ends, self.decoding.count, self.kv.level, need)
-        self.attribution.jumped(self.index, self.t, ends, self.decoding, jump.first)
+        decoding = self.decoding
+        self.meter.jump(self.t, ends, decoding.count, self.kv.level, need)
+        if self._attributing:
+            self.attribution.jumped(self.index, self.t, ends, decoding, jump.first)
         self.kv.end_growth()
-        end = ends[-1]
-        self._finish_decodes(jump.last, end)
-        self.it, self.t = jump.last + 1, end
+        end, last = ends[-1], jump.last
+        finishing = decoding.pop_finishing(last)
+        if finishing:
+            self._finish_decodes(finishing, last, end)
+        self.it, self.t = last + 1, end
         self._begin()

@@ -29,6 +29,7 @@ from simsched.sim.cluster.scorers import (
     QueueDepthScorer,
     TieBreak,
     load_choice,
+    load_totals_choice,
     weighted_choice,
 )
 
@@ -103,6 +104,21 @@ class Scored(Router):
             if kinds == [QueueDepthScorer, KvUtilizationScorer]
             else None
         )
+
+    def pick(self, request: Any = None) -> Any:
+        if self.load_weights is None:
+            return super().pick(request)
+        # the default router: the replicas with room and their queue depths in one pass
+        # (`with_room` and the depth column of `load_choice`), the rest as `load_choice`
+        limit = self.max_waiting
+        candidates, depth = [], []
+        for replica in self.routable:
+            if len(replica.waiting) < limit:
+                candidates.append(replica)
+                depth.append(replica.outstanding())
+        if not candidates:
+            raise AssertionError("no replica has room: the scheduler checks has_room first")
+        return load_totals_choice(*self.load_weights, candidates, depth, self.ties)
 
     def choose(self, candidates: list[Any], request: Any) -> Any:
         if self.load_weights is not None:

@@ -196,7 +196,16 @@ def load_choice(queue_weight: float, kv_weight: float, candidates: list[Any], ti
     left to right as `weighted_choice` adds them (`queue_weight * 1.0` is `queue_weight`), so
     the floats and the choice are the same; the router runs once per dispatched request, and
     the four lists and the zips of the general fold were most of its cost."""
-    depth = [r.outstanding() for r in candidates]
+    return load_totals_choice(
+        queue_weight, kv_weight, candidates, [r.outstanding() for r in candidates], ties
+    )
+
+
+def load_totals_choice(
+    queue_weight: float, kv_weight: float, candidates: list[Any], depth: list[int], ties
+) -> Any:
+    """`load_choice` given the candidates' outstanding requests (`depth`), which the default
+    router counts in the pass that finds the candidates."""
     low, high = min(depth), max(depth)
     if high == low:
         totals = [
