@@ -61,7 +61,25 @@ class SimEnvironment(simpy.Environment):
     traces as absolute times that the gateway compares with the clock, so they must be hit
     exactly; otherwise the same workload could give different results depending on what the
     clock happened to read when the wake-up was scheduled.
+
+    `now` is a plain attribute here, not SimPy's property over `_now`: the model reads the
+    clock millions of times a run (every KV read of a jumping replica), and a property is a
+    call each time. The two loops that advance the clock, `step` and `run_bounded`, set both.
     """
+
+    now: float = 0.0  # shadows simpy.Environment.now (a property); the instance's own value
+
+    def __init__(self, initial_time: float = 0) -> None:
+        super().__init__(initial_time)
+        self.now = self._now
+
+    def step(self) -> None:
+        """SimPy's step, with `now` set to the instant of the event it pops (the head of the
+        queue) before the event's callbacks run."""
+        queue = self._queue
+        if queue:
+            self.now = queue[0][0]
+        super().step()
 
     def schedule_at(self, event: simpy.Event, priority: int, when: float) -> None:
         if when < self._now:
@@ -105,7 +123,8 @@ class SimEnvironment(simpy.Environment):
         not needed here."""
         queue = self._queue
         while queue and queue[0][0] <= limit:
-            self._now, _, _, event = heappop(queue)
+            now, _, _, event = heappop(queue)
+            self._now = self.now = now
             callbacks, event.callbacks = event.callbacks, None
             for callback in callbacks:
                 callback(event)
