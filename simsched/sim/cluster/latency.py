@@ -208,10 +208,7 @@ def roofline_decode_run(
     the first term is computed once for the run instead of once per iteration (most iterations
     of a run are jumped over, and this was a tenth of a plan's simulation time). That term is
     kept per batch size (`decode_fixed`): the same function of the same numbers, computed once."""
-    fixed = latency.decode_fixed.get(decode_seqs)
-    if fixed is None:
-        fixed = latency.decode_fixed[decode_seqs] = latency.context_free_ms(0, 0, decode_seqs)
-    per_token = latency.kv_ms
+    fixed, per_token = roofline_decode_terms(latency, decode_seqs)
     if count <= SHORT_RUN:
         ends: list[float] = []
         append = ends.append
@@ -224,6 +221,15 @@ def roofline_decode_run(
     contexts = context + decode_seqs * np.arange(count, dtype=np.int64)
     steps = fixed + per_token * contexts
     return np.cumsum(np.concatenate(([start_ms], steps)))[1:].tolist()
+
+
+def roofline_decode_terms(latency: RooflineLatency, decode_seqs: int) -> tuple[float, float]:
+    """A roofline decode-only step of `decode_seqs` sequences is `fixed + per_token * context`:
+    (fixed, per_token), the first kept per batch size (`decode_fixed`)."""
+    fixed = latency.decode_fixed.get(decode_seqs)
+    if fixed is None:
+        fixed = latency.decode_fixed[decode_seqs] = latency.context_free_ms(0, 0, decode_seqs)
+    return fixed, latency.kv_ms
 
 
 # Exact types only: a subclass may change the step's terms, and then steps through its own.
