@@ -125,6 +125,9 @@ class Replica:
         self._end = 0.0
         self._timer_callback = self._on_timer  # bound once: one alarm per iteration or jump
         self._deliver = self._enter  # bound once: the front end delivers every request here
+        # whether `outstanding` is the sum below, which the default router then adds up itself
+        # without the call (a subclass that counts more, as the P/D decode side, keeps the call)
+        self.counts_plainly = type(self).outstanding is Replica.outstanding
 
     @property
     def observer(self) -> Any:

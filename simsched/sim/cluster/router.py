@@ -104,6 +104,9 @@ class Scored(Router):
             if kinds == [QueueDepthScorer, KvUtilizationScorer]
             else None
         )
+        # whether every replica counts its outstanding requests as `Replica.outstanding` does
+        # (running + waiting + entering), so that `pick` adds them up itself
+        self.plain_counts = all(getattr(r, "counts_plainly", False) for r in replicas)
 
     def pick(self, request: Any = None) -> Any:
         if self.load_weights is None:
@@ -112,10 +115,17 @@ class Scored(Router):
         # (`with_room` and the depth column of `load_choice`), the rest as `load_choice`
         limit = self.max_waiting
         candidates, depth = [], []
-        for replica in self.routable:
-            if len(replica.waiting) < limit:
-                candidates.append(replica)
-                depth.append(replica.outstanding())
+        if self.plain_counts:  # Replica.outstanding, without the call
+            for replica in self.routable:
+                waiting = len(replica.waiting)
+                if waiting < limit:
+                    candidates.append(replica)
+                    depth.append(len(replica.running) + waiting + replica.frontend.entering)
+        else:
+            for replica in self.routable:
+                if len(replica.waiting) < limit:
+                    candidates.append(replica)
+                    depth.append(replica.outstanding())
         if not candidates:
             raise AssertionError("no replica has room: the scheduler checks has_room first")
         return load_totals_choice(*self.load_weights, candidates, depth, self.ties)
