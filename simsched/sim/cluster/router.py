@@ -29,7 +29,7 @@ from simsched.sim.cluster.scorers import (
     QueueDepthScorer,
     TieBreak,
     load_choice,
-    load_totals_choice,
+    load_pick,
     weighted_choice,
 )
 
@@ -111,24 +111,10 @@ class Scored(Router):
     def pick(self, request: Any = None) -> Any:
         if self.load_weights is None:
             return super().pick(request)
-        # the default router: the replicas with room and their queue depths in one pass
-        # (`with_room` and the depth column of `load_choice`), the rest as `load_choice`
-        limit = self.max_waiting
-        candidates, depth = [], []
-        if self.plain_counts:  # Replica.outstanding, without the call
-            for replica in self.routable:
-                waiting = len(replica.waiting)
-                if waiting < limit:
-                    candidates.append(replica)
-                    depth.append(len(replica.running) + waiting + replica.frontend.entering)
-        else:
-            for replica in self.routable:
-                if len(replica.waiting) < limit:
-                    candidates.append(replica)
-                    depth.append(replica.outstanding())
-        if not candidates:
-            raise AssertionError("no replica has room: the scheduler checks has_room first")
-        return load_totals_choice(*self.load_weights, candidates, depth, self.ties)
+        # the default router: `with_room` and `load_choice` in one pass over the replicas
+        return load_pick(
+            *self.load_weights, self.routable, self.max_waiting, self.plain_counts, self.ties
+        )
 
     def choose(self, candidates: list[Any], request: Any) -> Any:
         if self.load_weights is not None:

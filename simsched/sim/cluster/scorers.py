@@ -196,16 +196,7 @@ def load_choice(queue_weight: float, kv_weight: float, candidates: list[Any], ti
     left to right as `weighted_choice` adds them (`queue_weight * 1.0` is `queue_weight`), so
     the floats and the choice are the same; the router runs once per dispatched request, and
     the four lists and the zips of the general fold were most of its cost."""
-    return load_totals_choice(
-        queue_weight, kv_weight, candidates, [r.outstanding() for r in candidates], ties
-    )
-
-
-def load_totals_choice(
-    queue_weight: float, kv_weight: float, candidates: list[Any], depth: list[int], ties
-) -> Any:
-    """`load_choice` given the candidates' outstanding requests (`depth`), which the default
-    router counts in the pass that finds the candidates."""
+    depth = [r.outstanding() for r in candidates]
     low, high = min(depth), max(depth)
     if high == low:
         totals = [
@@ -216,6 +207,48 @@ def load_totals_choice(
         totals = [
             queue_weight * ((high - q) / span) + kv_weight * (1.0 - r.blocks_in_use() / r.capacity)
             for q, r in zip(depth, candidates, strict=True)
+        ]
+    return best_of(candidates, totals, ties)
+
+
+def load_pick(
+    queue_weight: float,
+    kv_weight: float,
+    replicas: Sequence[Any],
+    limit: int,
+    plain_counts: bool,
+    ties: TieBreak,
+) -> Any:
+    """The default router's pick: the replicas with fewer than `limit` waiting (`with_room`),
+    then `load_choice` over them, in one pass that takes each candidate's depth and KV term.
+
+    A total is `queue_weight * queue_score + kv_term`, where the KV term is the product
+    `kv_weight * (1.0 - in use / capacity)` that `load_choice` computes, taken earlier: a
+    product is the same float whenever it is computed, so the sums and the choice are the
+    same. `plain_counts`: every replica counts its outstanding requests as `Replica` does
+    (running + waiting + entering), added up here without a call per replica."""
+    candidates: list[Any] = []
+    depth: list[int] = []
+    kv_terms: list[float] = []
+    for replica in replicas:
+        waiting = len(replica.waiting)
+        if waiting < limit:
+            candidates.append(replica)
+            if plain_counts:
+                depth.append(len(replica.running) + waiting + replica.frontend.entering)
+            else:
+                depth.append(replica.outstanding())
+            kv_terms.append(kv_weight * (1.0 - replica.blocks_in_use() / replica.capacity))
+    if not candidates:
+        raise AssertionError("no replica has room: the scheduler checks has_room first")
+    low, high = min(depth), max(depth)
+    if high == low:
+        totals = [queue_weight + kv_term for kv_term in kv_terms]
+    else:
+        span = high - low
+        totals = [
+            queue_weight * ((high - q) / span) + kv_term
+            for q, kv_term in zip(depth, kv_terms, strict=True)
         ]
     return best_of(candidates, totals, ties)
 
