@@ -36,7 +36,7 @@ from simsched.sim.cluster.frontend import build_frontend
 from simsched.sim.cluster.kv_level import FleetKv
 from simsched.sim.cluster.kv_memory import KvMemory, PlainKv
 from simsched.sim.cluster.prefix_cache import PrefixCachedKv
-from simsched.sim.cluster.sequences import Seq, ceil_div
+from simsched.sim.cluster.sequences import Seq
 from simsched.sim.cluster.speculative import build_decode_set
 from simsched.sim.cluster.utilisation import UtilisationMeter
 from simsched.sim.kernel import RELEASE, SCHEDULER, Alarm
@@ -241,18 +241,24 @@ class Replica:
 
     def _plan_running(self, it: int) -> tuple[list, int, int, int, bool]:
         """Chunks for running prefills and the blocks this iteration needs, preempting as needed."""
+        # min, max and ceil_div written out below: this runs once per stepped iteration
         preempted = False
+        kv, decoding, size = self.kv, self.decoding, self.block_size
         while True:
-            free = self.kv.free()
-            need = self.decoding.new_blocks(it)
+            free = kv.free()
+            need = decoding.new_blocks(it)
             # with speculation the verified tokens may fill the budget: decodes still run
-            budget = max(0, self.max_tokens - self.decoding.verified_tokens())
+            budget = self.max_tokens - decoding.verified_tokens()
+            if budget < 0:
+                budget = 0
             plan = []
             for seq in self.prefilling:
                 if budget == 0:
                     break
-                chunk = min(seq.target - seq.done, budget)
-                blocks = ceil_div(seq.done + chunk, self.block_size) - seq.blocks
+                chunk = seq.target - seq.done
+                if chunk > budget:
+                    chunk = budget
+                blocks = -(-(seq.done + chunk) // size) - seq.blocks
                 plan.append((seq, chunk, blocks))
                 need += blocks
                 budget -= chunk
@@ -264,7 +270,7 @@ class Replica:
 
     def _admit_waiting(self, plan: list, need: int, budget: int, free: int) -> int:
         """Start waiting requests from the front while budget, seats and blocks allow."""
-        waiting, kv = self.waiting, self.kv
+        waiting, kv, size = self.waiting, self.kv, self.block_size
         admits = self.capacity_rule.admits
         left = False
         while waiting and budget > 0 and len(self.running) < self.max_seqs:
@@ -272,9 +278,11 @@ class Replica:
             # cached leading blocks (prefix caching) need no compute and no new block; those
             # that are free now leave the free blocks
             hits, revived = kv.prompt_hits(seq)
-            done = hits * self.block_size
-            chunk = min(seq.target - done, budget)
-            blocks = ceil_div(done + chunk, self.block_size) - hits
+            done = hits * size
+            chunk = seq.target - done
+            if chunk > budget:  # min(seq.target - done, budget), without the call
+                chunk = budget
+            blocks = -(-(done + chunk) // size) - hits  # ceil_div
             # a request the capacity rule refuses waits, and so does everything behind it
             # (FIFO); nothing is preempted for it (capacity.py)
             if not admits(seq, hits, need + revived, blocks, free, bool(self.running)):
@@ -371,7 +379,9 @@ class Replica:
         self.jump = jump
         self.kv.grow(jump)
         self.batch_tokens = self.decoding.count
-        self._schedule(jump.ends[-1])
+        end = jump.ends[-1]
+        self._timer = self.env.alarm_at(end, RELEASE, self._timer_callback)  # `_schedule`
+        self._end = end
         return True
 
     def _cut_jump(self) -> None:
