@@ -29,7 +29,7 @@ from typing import Any
 import simpy
 
 from simsched.sim.cluster.attribution import NO_ATTRIBUTION, IterationObserver
-from simsched.sim.cluster.capacity import build_capacity_rule
+from simsched.sim.cluster.capacity import AdmitThenPreempt, build_capacity_rule
 from simsched.sim.cluster.contract import LatencyModel
 from simsched.sim.cluster.fast_forward import Jump, plan_jump
 from simsched.sim.cluster.frontend import build_frontend
@@ -112,6 +112,9 @@ class Replica:
         self.watermark = int(config.block_watermark * self.capacity)
         # which waiting request may start (capacity.py: vLLM's rule or TensorRT-LLM's no-evict)
         self.capacity_rule = build_capacity_rule(config, self.capacity, self.watermark)
+        # whether the rule keeps count of what starts and ends (TensorRT-LLM's reservations);
+        # vLLM's does not, and the replica then skips the two calls a request
+        self._reserves = type(self.capacity_rule) is not AdmitThenPreempt
         self.waiting: deque[Seq] = deque()
         self.running: dict[int, Seq] = {}  # by request seq, in the order they started running
         self.prefilling: list[Seq] = []  # running, prefill not complete, in running order
@@ -143,9 +146,13 @@ class Replica:
         # blocks held now, mid-jump included: the memory's own view, bound once (routers and
         # the KV gate ask it for every replica on every request)
         self.blocks_in_use = kv.in_use
-        # whether the memory registers computed chunks (a prefix cache); a plain one does not,
-        # so the end of a step skips the call per chunk
-        self._registers = type(kv).computed is not PlainKv.computed
+        # whether the memory registers computed chunks and finds prompts' cached blocks (a
+        # prefix cache); a plain one does neither, so a step skips those calls
+        kind = type(kv)
+        self._registers = kind.computed is not PlainKv.computed
+        self._caches = (
+            kind.prompt_hits is not PlainKv.prompt_hits or kind.start is not PlainKv.start
+        )
 
     # --- what others read ---------------------------------------------------------------
     def outstanding(self) -> int:
@@ -272,12 +279,15 @@ class Replica:
         """Start waiting requests from the front while budget, seats and blocks allow."""
         waiting, kv, size = self.waiting, self.kv, self.block_size
         admits = self.capacity_rule.admits
+        caches, reserves = self._caches, self._reserves
+        hits = revived = 0  # a plain memory's prompt_hits
         left = False
         while waiting and budget > 0 and len(self.running) < self.max_seqs:
             seq = waiting[0]
             # cached leading blocks (prefix caching) need no compute and no new block; those
             # that are free now leave the free blocks
-            hits, revived = kv.prompt_hits(seq)
+            if caches:
+                hits, revived = kv.prompt_hits(seq)
             done = hits * size
             chunk = seq.target - done
             if chunk > budget:  # min(seq.target - done, budget), without the call
@@ -288,8 +298,10 @@ class Replica:
             if not admits(seq, hits, need + revived, blocks, free, bool(self.running)):
                 break
             waiting.popleft()
-            self.capacity_rule.started(seq)
-            kv.start(seq, hits)
+            if reserves:
+                self.capacity_rule.started(seq)
+            if caches:
+                kv.start(seq, hits)
             need += revived
             self.running[seq.request.seq] = seq
             self.prefilling.append(seq)
@@ -315,7 +327,8 @@ class Replica:
             blocks = seq.blocks
             self.prefilling.remove(seq)
         self.kv.preempt(seq, blocks)
-        self.capacity_rule.released(seq)
+        if self._reserves:
+            self.capacity_rule.released(seq)
         seq.restart()
         self.waiting.appendleft(seq)
         self.recorder.preempted(seq.request)
@@ -367,7 +380,8 @@ class Replica:
     def _finish(self, seq: Seq, blocks: int, end: float) -> None:
         self.kv.finish(seq, blocks)
         del self.running[seq.request.seq]
-        self.capacity_rule.released(seq)
+        if self._reserves:
+            self.capacity_rule.released(seq)
         self.recorder.finished(seq.request, self.frontend.respond(seq.request, end))
 
     # --- fast-forward (planned in fast_forward.py) ----------------------------------------
