@@ -98,6 +98,15 @@ class SimEnvironment(simpy.Environment):
         """Run `function(arg)` after `delay`, at `priority`."""
         At(self, delay, priority).callbacks.append(lambda _event: function(arg))
 
+    def drive(self, generator: Generator[simpy.Event, None, None]) -> None:
+        """Run a process that never ends and that nothing waits for or interrupts (the
+        scheduler): `process` without SimPy's `Process` around it. It starts where `process`
+        starts one (an URGENT entry at now, as SimPy's `Initialize`), and each event it yields
+        resumes it from that event's callbacks, where a `Process` waiting on the event would
+        put its own resume: the same instants in the same order. The scheduler waits once or
+        twice a request, and a `Process` resumption was about twice this one's work."""
+        self.alarm_after(0.0, URGENT, Driven(generator).resume)
+
     def alarm_at(self, when: float, priority: int, callback: Callable[[Any], None]) -> Alarm:
         """Call `callback(alarm)` at exactly `when`: `AtInstant` with one callback, without
         building an event (a replica sets one per iteration or jump)."""
@@ -165,6 +174,10 @@ class LeanEnvironment:
     def never(self) -> Wake:
         return None
 
+    def drive(self, generator: Generator[Wake, None, None]) -> None:
+        """A process that never ends (SimEnvironment.drive); here every process is lean."""
+        self.process(generator)
+
     def call_later(self, delay: float, priority: int, function: Callable[[Any], None], arg) -> None:
         heappush(self._queue, (self.now + delay, priority, next(self._eid), function, arg))
 
@@ -187,6 +200,32 @@ class LeanEnvironment:
             heappush(self._queue, (*wake, self._resumer, generator))
 
 
+class Driven:
+    """A generator resumed as SimPy's `Process._resume` resumes one (an event's value sent in,
+    a failed event's exception thrown in as a copy, an event already processed passed at
+    once), for `SimEnvironment.drive`. Its processes never end: a return is a bug."""
+
+    __slots__ = ("generator", "resume")
+
+    def __init__(self, generator: Generator[simpy.Event, None, None]) -> None:
+        self.generator = generator
+        self.resume = self._resume  # bound once: appended to every event it waits for
+
+    def _resume(self, event: Any) -> None:
+        generator = self.generator
+        while True:
+            if event._ok:
+                event = generator.send(event._value)
+            else:  # as Process._resume: the failure is handled here, thrown in as a copy
+                event._defused = True
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                event = generator.throw(exc)
+            if event.callbacks is not None:  # not processed yet: wait for it
+                event.callbacks.append(self.resume)
+                return
+
+
 class Alarm:
     """A timed call on SimPy's queue: SimPy's `step` reads only an entry's `callbacks` (set to
     None once run) and `_ok`, so an object with those two is processed exactly as a triggered
@@ -195,6 +234,7 @@ class Alarm:
 
     __slots__ = ("callbacks",)
     _ok = True  # as a triggered event's: nothing to crash on
+    _value = None  # what a driven process is sent when an alarm resumes it (`Driven`)
 
     def __init__(self, callback: Callable[[Any], None]) -> None:
         self.callbacks: list[Callable[[Any], None]] | None = [callback]
