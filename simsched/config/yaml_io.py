@@ -9,6 +9,7 @@ the loader.
 
 from __future__ import annotations
 
+import copy
 import re
 import stat
 from collections.abc import Hashable
@@ -132,6 +133,16 @@ _UniqueKeyLoader.add_constructor(
 )
 
 
+# Texts parsed before in this process, and what they gave: a plan loads its scenario file and
+# parses each `--set` value again for every probe (some forty loads and two hundred small
+# parses a plan, a tenth of its time outside the simulation), and the pure-Python parse with
+# its limit checks is milliseconds each. Bounded: texts past PARSED_TEXT_SIZE are not kept, and
+# the memo starts afresh past PARSED_TEXTS entries.
+_PARSED: dict[str, Any] = {}
+PARSED_TEXTS = 256
+PARSED_TEXT_SIZE = 1 << 20
+
+
 def load_yaml(text: str) -> Any:
     """YAML text as plain data (a SafeLoader's), refusing deep nesting and alias bombs.
 
@@ -139,7 +150,23 @@ def load_yaml(text: str) -> Any:
     nesting is checked on the event stream, before PyYAML's recursive composer sees it; the
     expanded size and self-reference on the composed graph, before anything is constructed.
     Failures are `yaml.YAMLError`s (`YamlTooLarge` for the limits).
+
+    The result is a function of the text alone, so a text parsed before is answered with a deep
+    copy of its first result (callers may change what they get; aliases stay shared within the
+    copy, as the parser shares them); a text that fails is parsed, and fails, every time.
     """
+    if text in _PARSED:
+        return copy.deepcopy(_PARSED[text])
+    data = _parse(text)
+    if len(text) <= PARSED_TEXT_SIZE:
+        if len(_PARSED) >= PARSED_TEXTS:
+            _PARSED.clear()
+        _PARSED[text] = data
+        return copy.deepcopy(data)
+    return data
+
+
+def _parse(text: str) -> Any:
     check_text(text)  # first: parsing a huge literal list is itself the hang
     check_events(yaml.parse(text, Loader=_UniqueKeyLoader))
     loader = _UniqueKeyLoader(text)

@@ -136,7 +136,7 @@ def run_variant(
     gateway = timing(env, feed, rules, lanes, buckets, recorder)
     stages = Stages(env, policy, lanes, gateway, gate, cluster, buckets, recorder)
     if controller is None:  # the dispatch loop the cluster's kind needs (sim/schedulers.py)
-        env.process(scheduler_for(scenario.cluster.service_model)(stages))
+        env.drive(scheduler_for(scenario.cluster.service_model)(stages))  # it never ends
     else:
         env.process(flow_scheduler_process(stages, controller))
     sampler = _start_timeline(env, scenario, cluster, lanes, feed, table)

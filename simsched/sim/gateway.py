@@ -84,6 +84,7 @@ class Gateway:
         self.lanes = lanes
         self.buckets = buckets
         self.recorder = recorder
+        self._screener = self._screen  # bound once: the scheduler's tick hands it every arrival
 
     def tick(self, now: float) -> None:
         """The scheduler is about to look for work."""
@@ -110,7 +111,7 @@ class TickGateway(Gateway):
     lean_kernel = True  # the scheduler waits for the next arrival's instant, nothing else
 
     def tick(self, now: float) -> None:
-        self.feed.deliver_until(now, self._screen)
+        self.feed.deliver_until(now, self._screener)
 
     def next_arrival(self) -> simpy.Event:
         arrival = self.feed.next_arrival_ms

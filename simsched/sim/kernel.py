@@ -61,7 +61,25 @@ class SimEnvironment(simpy.Environment):
     traces as absolute times that the gateway compares with the clock, so they must be hit
     exactly; otherwise the same workload could give different results depending on what the
     clock happened to read when the wake-up was scheduled.
+
+    `now` is a plain attribute here, not SimPy's property over `_now`: the model reads the
+    clock millions of times a run (every KV read of a jumping replica), and a property is a
+    call each time. The two loops that advance the clock, `step` and `run_bounded`, set both.
     """
+
+    now: float = 0.0  # shadows simpy.Environment.now (a property); the instance's own value
+
+    def __init__(self, initial_time: float = 0) -> None:
+        super().__init__(initial_time)
+        self.now = self._now
+
+    def step(self) -> None:
+        """SimPy's step, with `now` set to the instant of the event it pops (the head of the
+        queue) before the event's callbacks run."""
+        queue = self._queue
+        if queue:
+            self.now = queue[0][0]
+        super().step()
 
     def schedule_at(self, event: simpy.Event, priority: int, when: float) -> None:
         if when < self._now:
@@ -80,11 +98,22 @@ class SimEnvironment(simpy.Environment):
         """Run `function(arg)` after `delay`, at `priority`."""
         At(self, delay, priority).callbacks.append(lambda _event: function(arg))
 
+    def drive(self, generator: Generator[simpy.Event, None, None]) -> None:
+        """Run a process that never ends and that nothing waits for or interrupts (the
+        scheduler): `process` without SimPy's `Process` around it. It starts where `process`
+        starts one (an URGENT entry at now, as SimPy's `Initialize`), and each event it yields
+        resumes it from that event's callbacks, where a `Process` waiting on the event would
+        put its own resume: the same instants in the same order. The scheduler waits once or
+        twice a request, and a `Process` resumption was about twice this one's work."""
+        self.alarm_after(0.0, URGENT, Driven(generator).resume)
+
     def alarm_at(self, when: float, priority: int, callback: Callable[[Any], None]) -> Alarm:
         """Call `callback(alarm)` at exactly `when`: `AtInstant` with one callback, without
         building an event (a replica sets one per iteration or jump)."""
+        if when < self._now:  # `schedule_at`, inlined: a replica sets one per iteration or jump
+            raise ValueError(f"cannot schedule at {when}, before now ({self._now})")
         alarm = Alarm(callback)
-        self.schedule_at(alarm, priority, when)  # type: ignore[arg-type]
+        heappush(self._queue, (when, priority, next(self._eid), alarm))
         return alarm
 
     def alarm_after(self, delay: float, priority: int, callback: Callable[[Any], None]) -> Alarm:
@@ -103,7 +132,8 @@ class SimEnvironment(simpy.Environment):
         not needed here."""
         queue = self._queue
         while queue and queue[0][0] <= limit:
-            self._now, _, _, event = heappop(queue)
+            now, _, _, event = heappop(queue)
+            self._now = self.now = now
             callbacks, event.callbacks = event.callbacks, None
             for callback in callbacks:
                 callback(event)
@@ -144,6 +174,10 @@ class LeanEnvironment:
     def never(self) -> Wake:
         return None
 
+    def drive(self, generator: Generator[Wake, None, None]) -> None:
+        """A process that never ends (SimEnvironment.drive); here every process is lean."""
+        self.process(generator)
+
     def call_later(self, delay: float, priority: int, function: Callable[[Any], None], arg) -> None:
         heappush(self._queue, (self.now + delay, priority, next(self._eid), function, arg))
 
@@ -166,6 +200,32 @@ class LeanEnvironment:
             heappush(self._queue, (*wake, self._resumer, generator))
 
 
+class Driven:
+    """A generator resumed as SimPy's `Process._resume` resumes one (an event's value sent in,
+    a failed event's exception thrown in as a copy, an event already processed passed at
+    once), for `SimEnvironment.drive`. Its processes never end: a return is a bug."""
+
+    __slots__ = ("generator", "resume")
+
+    def __init__(self, generator: Generator[simpy.Event, None, None]) -> None:
+        self.generator = generator
+        self.resume = self._resume  # bound once: appended to every event it waits for
+
+    def _resume(self, event: Any) -> None:
+        generator = self.generator
+        while True:
+            if event._ok:
+                event = generator.send(event._value)
+            else:  # as Process._resume: the failure is handled here, thrown in as a copy
+                event._defused = True
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                event = generator.throw(exc)
+            if event.callbacks is not None:  # not processed yet: wait for it
+                event.callbacks.append(self.resume)
+                return
+
+
 class Alarm:
     """A timed call on SimPy's queue: SimPy's `step` reads only an entry's `callbacks` (set to
     None once run) and `_ok`, so an object with those two is processed exactly as a triggered
@@ -174,6 +234,7 @@ class Alarm:
 
     __slots__ = ("callbacks",)
     _ok = True  # as a triggered event's: nothing to crash on
+    _value = None  # what a driven process is sent when an alarm resumes it (`Driven`)
 
     def __init__(self, callback: Callable[[Any], None]) -> None:
         self.callbacks: list[Callable[[Any], None]] | None = [callback]

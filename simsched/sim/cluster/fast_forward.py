@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 
 from simsched.sim.cluster.contract import LatencyModel
-from simsched.sim.cluster.latency import decode_run
+from simsched.sim.cluster.latency import RooflineLatency, decode_run, roofline_decode_terms
 from simsched.sim.cluster.sequences import DecodeSet
 
 # A jump of one iteration is a step. Longer jumps are split at MAX_JUMP, which bounds the work a
@@ -66,25 +66,64 @@ def plan_jump(
     decoding: DecodeSet, it: int, t: float, free: int, latency: LatencyModel
 ) -> Jump | None:
     """The jump from iteration `it`, starting at `t` with `free` blocks; None if it is too short."""
-    horizon = min(decoding.next_finish() - it + 1, MAX_JUMP)
+    horizon = decoding.next_finish() - it + 1
     if horizon < MIN_JUMP:
         return None
+    if horizon > MAX_JUMP:
+        horizon = MAX_JUMP
+    if type(latency) is RooflineLatency:  # exact type, as latency.DECODE_RUNS
+        ends, need = roofline_jump(decoding, it, t, free, latency, horizon)
+        return Jump(it, ends, need) if len(need) >= MIN_JUMP else None
     need = block_needs(decoding, it, horizon, free)
     if len(need) < MIN_JUMP:
         return None
-    context = decoding.context(it)
-    ends = decode_run(latency, t, decoding.count, context, len(need))
+    ends = decode_run(latency, t, decoding.count, decoding.context(it), len(need))
     return Jump(it, ends, need)
+
+
+def roofline_jump(
+    decoding: DecodeSet, it: int, t: float, free: int, latency: RooflineLatency, horizon: int
+) -> tuple[list[float], list[int]]:
+    """`block_needs` and the roofline's `decode_run` over the iterations it covers, in one loop:
+    (ends, need). The same integer additions as `block_needs` and the same float operations,
+    in the same order, as `roofline_decode_run`'s short run (its NumPy run for long ones adds
+    in the same order too), so the same lists; a jump is planned for about twenty iterations
+    in a plan's runs, and half of them are cut short, so the two loops were a tenth of a run.
+    tests/sim/cluster/test_jump_plan.py checks it against the two."""
+    seqs = decoding.count
+    fixed, per_token = roofline_decode_terms(latency, seqs)
+    context = decoding.context(it)
+    residues, size = decoding.residues, decoding.block_size
+    ends: list[float] = []
+    need: list[int] = []
+    append_end, append_need = ends.append, need.append
+    total, end = 0, t
+    residue, top = (1 - it) % size, size - 1  # as in `block_needs`
+    for _ in range(horizon):
+        total += residues[residue]
+        if total > free:
+            break
+        append_need(total)
+        end = end + (fixed + per_token * context)
+        append_end(end)
+        context += seqs
+        residue = residue - 1 if residue else top
+    return ends, need
 
 
 def block_needs(decoding: DecodeSet, it: int, horizon: int, free: int) -> list[int]:
     """Blocks the next iterations take, cumulated, for as many as the free blocks cover."""
     residues, size = decoding.residues, decoding.block_size
     need: list[int] = []
+    append = need.append
     total = 0
-    for step in range(horizon):
-        total += residues[(1 - it - step) % size]
+    # the residue of iteration it + step is (1 - it - step) % size: it steps down by one and
+    # wraps from 0 to size - 1 (a subtraction where the modulo took three operations)
+    residue, top = (1 - it) % size, size - 1
+    for _ in range(horizon):
+        total += residues[residue]
         if total > free:
             break
-        need.append(total)
+        append(total)
+        residue = residue - 1 if residue else top
     return need

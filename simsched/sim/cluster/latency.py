@@ -104,6 +104,9 @@ class RooflineLatency:
         self.seq_ms = config.per_seq_ms
         self.before_ms = config.frontend_before_ms  # per request, see Replica
         self.after_ms = config.frontend_after_ms
+        # context_free_ms(0, 0, n) by batch size n, for `roofline_decode_run`: a run's first
+        # term depends on n alone, and a run is planned at almost every jump
+        self.decode_fixed: dict[int, float] = {}
 
     def iteration_ms(
         self,
@@ -203,20 +206,30 @@ def roofline_decode_run(
     """`decode_run` for the roofline: a decode-only step is `iteration_ms(0, 0, 0, n, c)` =
     `context_free_ms(0, 0, n) + kv_ms * (0 + 0 + c)`, the same operations in the same order, so
     the first term is computed once for the run instead of once per iteration (most iterations
-    of a run are jumped over, and this was a tenth of a plan's simulation time)."""
-    fixed = latency.context_free_ms(0, 0, decode_seqs)
-    per_token = latency.kv_ms
+    of a run are jumped over, and this was a tenth of a plan's simulation time). That term is
+    kept per batch size (`decode_fixed`): the same function of the same numbers, computed once."""
+    fixed, per_token = roofline_decode_terms(latency, decode_seqs)
     if count <= SHORT_RUN:
-        ends = []
+        ends: list[float] = []
+        append = ends.append
         end = start_ms
         for _ in range(count):
             end = end + (fixed + per_token * context)
-            ends.append(end)
+            append(end)
             context += decode_seqs
         return ends
     contexts = context + decode_seqs * np.arange(count, dtype=np.int64)
     steps = fixed + per_token * contexts
     return np.cumsum(np.concatenate(([start_ms], steps)))[1:].tolist()
+
+
+def roofline_decode_terms(latency: RooflineLatency, decode_seqs: int) -> tuple[float, float]:
+    """A roofline decode-only step of `decode_seqs` sequences is `fixed + per_token * context`:
+    (fixed, per_token), the first kept per batch size (`decode_fixed`)."""
+    fixed = latency.decode_fixed.get(decode_seqs)
+    if fixed is None:
+        fixed = latency.decode_fixed[decode_seqs] = latency.context_free_ms(0, 0, decode_seqs)
+    return fixed, latency.kv_ms
 
 
 # Exact types only: a subclass may change the step's terms, and then steps through its own.

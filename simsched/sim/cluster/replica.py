@@ -29,14 +29,14 @@ from typing import Any
 import simpy
 
 from simsched.sim.cluster.attribution import NO_ATTRIBUTION, IterationObserver
-from simsched.sim.cluster.capacity import build_capacity_rule
+from simsched.sim.cluster.capacity import AdmitThenPreempt, build_capacity_rule
 from simsched.sim.cluster.contract import LatencyModel
 from simsched.sim.cluster.fast_forward import Jump, plan_jump
 from simsched.sim.cluster.frontend import build_frontend
 from simsched.sim.cluster.kv_level import FleetKv
 from simsched.sim.cluster.kv_memory import KvMemory, PlainKv
 from simsched.sim.cluster.prefix_cache import PrefixCachedKv
-from simsched.sim.cluster.sequences import Seq, ceil_div
+from simsched.sim.cluster.sequences import Seq
 from simsched.sim.cluster.speculative import build_decode_set
 from simsched.sim.cluster.utilisation import UtilisationMeter
 from simsched.sim.kernel import RELEASE, SCHEDULER, Alarm
@@ -96,15 +96,15 @@ class Replica:
         self.on_room = lambda: None  # set by the cluster: a request left the waiting queue
         self.on_idle = lambda: None  # set by an autoscaler: the replica ran out of work
         self.config = config
-        self.observer: Any = NoObserver()
+        self.observer = NoObserver()  # a property: it tells `_watched` whether anyone watches
+        # nothing to tell when nobody attributes: each iteration skips the call (a plan's runs
+        # step half a million iterations)
+        self._attributing = attribution is not NO_ATTRIBUTION
         self.capacity = config.blocks_per_replica
         self.meter = UtilisationMeter(self.max_tokens, self.capacity)  # utilisation.py
         # the cluster's KV total that this replica's memory keeps up to date (kv_level.py)
         self.fleet = FleetKv(env) if fleet is None else fleet
-        self.kv = build_kv_memory(env, self.capacity, config, recorder, self.fleet)
-        # blocks held now, mid-jump included: the memory's own view, bound once (routers and
-        # the KV gate ask it for every replica on every request)
-        self.blocks_in_use = self.kv.in_use
+        self._use_memory(build_kv_memory(env, self.capacity, config, recorder, self.fleet))
         # an idle replica batches what is placed on it within one scheduling step; vLLM's
         # free-block watermark for admitting waiting requests, in blocks (floored, as vLLM's
         # block manager does); docs/continuous_batching.md, "An iteration"
@@ -112,6 +112,9 @@ class Replica:
         self.watermark = int(config.block_watermark * self.capacity)
         # which waiting request may start (capacity.py: vLLM's rule or TensorRT-LLM's no-evict)
         self.capacity_rule = build_capacity_rule(config, self.capacity, self.watermark)
+        # whether the rule keeps count of what starts and ends (TensorRT-LLM's reservations);
+        # vLLM's does not, and the replica then skips the two calls a request
+        self._reserves = type(self.capacity_rule) is not AdmitThenPreempt
         self.waiting: deque[Seq] = deque()
         self.running: dict[int, Seq] = {}  # by request seq, in the order they started running
         self.prefilling: list[Seq] = []  # running, prefill not complete, in running order
@@ -123,6 +126,33 @@ class Replica:
         self.jump: Jump | None = None
         self._timer: Alarm | None = None
         self._end = 0.0
+        self._timer_callback = self._on_timer  # bound once: one alarm per iteration or jump
+        self._deliver = self._enter  # bound once: the front end delivers every request here
+        # whether `outstanding` is the sum below, which the default router then adds up itself
+        # without the call (a subclass that counts more, as the P/D decode side, keeps the call)
+        self.counts_plainly = type(self).outstanding is Replica.outstanding
+
+    @property
+    def observer(self) -> Any:
+        return self._observer
+
+    @observer.setter
+    def observer(self, observer: Any) -> None:
+        self._observer = observer
+        self._watched = type(observer) is not NoObserver  # else its calls are skipped
+
+    def _use_memory(self, kv: KvMemory) -> None:
+        self.kv = kv
+        # blocks held now, mid-jump included: the memory's own view, bound once (routers and
+        # the KV gate ask it for every replica on every request)
+        self.blocks_in_use = kv.in_use
+        # whether the memory registers computed chunks and finds prompts' cached blocks (a
+        # prefix cache); a plain one does neither, so a step skips those calls
+        kind = type(kv)
+        self._registers = kind.computed is not PlainKv.computed
+        self._caches = (
+            kind.prompt_hits is not PlainKv.prompt_hits or kind.start is not PlainKv.start
+        )
 
     # --- what others read ---------------------------------------------------------------
     def outstanding(self) -> int:
@@ -143,12 +173,12 @@ class Replica:
             raise RuntimeError(f"simulation bug: replica {self.index} restarted while busy")
         # the old memory holds nothing (an idle replica runs no sequence) and jumps no more,
         # so the fleet's total is the same without it
-        self.kv = build_kv_memory(self.env, self.capacity, self.config, self.recorder, self.fleet)
-        self.blocks_in_use = self.kv.in_use
+        kv = build_kv_memory(self.env, self.capacity, self.config, self.recorder, self.fleet)
+        self._use_memory(kv)
 
     # --- arrivals -----------------------------------------------------------------------
     def submit(self, request: Request) -> None:
-        self.frontend.accept(request, self._enter)
+        self.frontend.accept(request, self._deliver)
 
     def _enter(self, request: Request) -> None:
         """The request reaches the engine's waiting queue (from the front end)."""
@@ -202,10 +232,13 @@ class Replica:
         self.batch_tokens = tokens
         start, level = self.t, kv.level
         end = start + step
-        self.observer.iteration(self.index, start, end, prefill, decodes, level)
+        if self._watched:
+            self._observer.iteration(self.index, start, end, prefill, decodes, level)
         self.meter.step(start, end, tokens, len(self.running), level)
-        self.attribution.stepped(self.index, start, end, plan, decoding, it)
-        self._schedule(end)
+        if self._attributing:
+            self.attribution.stepped(self.index, start, end, plan, decoding, it)
+        self._timer = self.env.alarm_at(end, RELEASE, self._timer_callback)  # `_schedule`
+        self._end = end
 
     def _stalled(self) -> None:
         """Nothing can run: a replica whose blocks all belong to running sequences always fits
@@ -215,47 +248,60 @@ class Replica:
 
     def _plan_running(self, it: int) -> tuple[list, int, int, int, bool]:
         """Chunks for running prefills and the blocks this iteration needs, preempting as needed."""
+        # min, max and ceil_div written out below: this runs once per stepped iteration
         preempted = False
+        kv, decoding, size = self.kv, self.decoding, self.block_size
         while True:
-            free = self.kv.free()
-            need = self.decoding.new_blocks(it)
+            free = kv.free()
+            need = decoding.new_blocks(it)
             # with speculation the verified tokens may fill the budget: decodes still run
-            budget = max(0, self.max_tokens - self.decoding.verified_tokens())
+            budget = self.max_tokens - decoding.verified_tokens()
+            if budget < 0:
+                budget = 0
             plan = []
             for seq in self.prefilling:
                 if budget == 0:
                     break
-                chunk = min(seq.target - seq.done, budget)
-                blocks = ceil_div(seq.done + chunk, self.block_size) - seq.blocks
+                chunk = seq.target - seq.done
+                if chunk > budget:
+                    chunk = budget
+                blocks = -(-(seq.done + chunk) // size) - seq.blocks
                 plan.append((seq, chunk, blocks))
                 need += blocks
                 budget -= chunk
             if need <= free:
                 return plan, need, budget, free, preempted
-            self.observer.preempting(self.index, need, free)
+            self._observer.preempting(self.index, need, free)
             self._preempt_newest(it)
             preempted = True
 
     def _admit_waiting(self, plan: list, need: int, budget: int, free: int) -> int:
         """Start waiting requests from the front while budget, seats and blocks allow."""
-        waiting, kv = self.waiting, self.kv
+        waiting, kv, size = self.waiting, self.kv, self.block_size
         admits = self.capacity_rule.admits
+        caches, reserves = self._caches, self._reserves
+        hits = revived = 0  # a plain memory's prompt_hits
         left = False
         while waiting and budget > 0 and len(self.running) < self.max_seqs:
             seq = waiting[0]
             # cached leading blocks (prefix caching) need no compute and no new block; those
             # that are free now leave the free blocks
-            hits, revived = kv.prompt_hits(seq)
-            done = hits * self.block_size
-            chunk = min(seq.target - done, budget)
-            blocks = ceil_div(done + chunk, self.block_size) - hits
+            if caches:
+                hits, revived = kv.prompt_hits(seq)
+            done = hits * size
+            chunk = seq.target - done
+            if chunk > budget:  # min(seq.target - done, budget), without the call
+                chunk = budget
+            blocks = -(-(done + chunk) // size) - hits  # ceil_div
             # a request the capacity rule refuses waits, and so does everything behind it
             # (FIFO); nothing is preempted for it (capacity.py)
             if not admits(seq, hits, need + revived, blocks, free, bool(self.running)):
                 break
             waiting.popleft()
-            self.capacity_rule.started(seq)
-            kv.start(seq, hits)
+            if reserves:
+                self.capacity_rule.started(seq)
+            if caches:
+                kv.start(seq, hits)
             need += revived
             self.running[seq.request.seq] = seq
             self.prefilling.append(seq)
@@ -281,13 +327,14 @@ class Replica:
             blocks = seq.blocks
             self.prefilling.remove(seq)
         self.kv.preempt(seq, blocks)
-        self.capacity_rule.released(seq)
+        if self._reserves:
+            self.capacity_rule.released(seq)
         seq.restart()
         self.waiting.appendleft(seq)
         self.recorder.preempted(seq.request)
 
     def _schedule(self, end: float) -> None:
-        self._timer = self.env.alarm_at(end, RELEASE, self._on_timer)
+        self._timer = self.env.alarm_at(end, RELEASE, self._timer_callback)
         self._end = end
 
     def _on_timer(self, event: Alarm) -> None:
@@ -299,14 +346,17 @@ class Replica:
             self._end_step()
 
     def _end_step(self) -> None:
-        it, end, kv = self.it, self._end, self.kv
+        it, end, kv, registers = self.it, self._end, self.kv, self._registers
         for seq, chunk, _ in self.chunks:
             seq.done += chunk
-            kv.computed(seq)
+            if registers:
+                kv.computed(seq)
             if seq.done == seq.target:
                 self._prefilled(seq, it, end)
         self.chunks = []
-        self._finish_decodes(it, end)
+        finishing = self.decoding.pop_finishing(it)  # `_finish_decodes`, without a call when
+        if finishing:  # nothing finishes (most iterations)
+            self._finish_decodes(finishing, it, end)
         self.it, self.t = it + 1, end
         self._begin()
 
@@ -321,14 +371,17 @@ class Replica:
             # The next iteration decodes with target + 1 tokens: tokens = iteration + off.
             self.decoding.add(seq, seq.target - it, it + seq.decode - seq.generated)
 
-    def _finish_decodes(self, it: int, end: float) -> None:
-        for seq in self.decoding.pop_finishing(it):
-            self._finish(seq, self.decoding.blocks_held(seq, it), end)
+    def _finish_decodes(self, finishing: list[Seq], it: int, end: float) -> None:
+        """The decoding sequences that finish at the end of iteration `it` (`pop_finishing`)."""
+        blocks_held = self.decoding.blocks_held
+        for seq in finishing:
+            self._finish(seq, blocks_held(seq, it), end)
 
     def _finish(self, seq: Seq, blocks: int, end: float) -> None:
         self.kv.finish(seq, blocks)
         del self.running[seq.request.seq]
-        self.capacity_rule.released(seq)
+        if self._reserves:
+            self.capacity_rule.released(seq)
         self.recorder.finished(seq.request, self.frontend.respond(seq.request, end))
 
     # --- fast-forward (planned in fast_forward.py) ----------------------------------------
@@ -340,7 +393,9 @@ class Replica:
         self.jump = jump
         self.kv.grow(jump)
         self.batch_tokens = self.decoding.count
-        self._schedule(jump.ends[-1])
+        end = jump.ends[-1]
+        self._timer = self.env.alarm_at(end, RELEASE, self._timer_callback)  # `_schedule`
+        self._end = end
         return True
 
     def _cut_jump(self) -> None:
@@ -353,10 +408,14 @@ class Replica:
         k, ends, need = jump.k, jump.ends, jump.need
         if k < len(ends):  # a cut jump took fewer iterations than planned
             ends, need = ends[:k], need[:k]
-        self.meter.jump(self.t, ends, self.decoding.count, self.kv.level, need)
-        self.attribution.jumped(self.index, self.t, ends, self.decoding, jump.first)
+        decoding = self.decoding
+        self.meter.jump(self.t, ends, decoding.count, self.kv.level, need)
+        if self._attributing:
+            self.attribution.jumped(self.index, self.t, ends, decoding, jump.first)
         self.kv.end_growth()
-        end = ends[-1]
-        self._finish_decodes(jump.last, end)
-        self.it, self.t = jump.last + 1, end
+        end, last = ends[-1], jump.last
+        finishing = decoding.pop_finishing(last)
+        if finishing:
+            self._finish_decodes(finishing, last, end)
+        self.it, self.t = last + 1, end
         self._begin()

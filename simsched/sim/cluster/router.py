@@ -29,6 +29,7 @@ from simsched.sim.cluster.scorers import (
     QueueDepthScorer,
     TieBreak,
     load_choice,
+    load_pick,
     weighted_choice,
 )
 
@@ -102,6 +103,17 @@ class Scored(Router):
             (self.scored[0][1], self.scored[1][1])
             if kinds == [QueueDepthScorer, KvUtilizationScorer]
             else None
+        )
+        # whether every replica counts its outstanding requests as `Replica.outstanding` does
+        # (running + waiting + entering), so that `pick` adds them up itself
+        self.plain_counts = all(getattr(r, "counts_plainly", False) for r in replicas)
+
+    def pick(self, request: Any = None) -> Any:
+        if self.load_weights is None:
+            return super().pick(request)
+        # the default router: `with_room` and `load_choice` in one pass over the replicas
+        return load_pick(
+            *self.load_weights, self.routable, self.max_waiting, self.plain_counts, self.ties
         )
 
     def choose(self, candidates: list[Any], request: Any) -> Any:

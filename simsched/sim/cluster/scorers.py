@@ -211,6 +211,48 @@ def load_choice(queue_weight: float, kv_weight: float, candidates: list[Any], ti
     return best_of(candidates, totals, ties)
 
 
+def load_pick(
+    queue_weight: float,
+    kv_weight: float,
+    replicas: Sequence[Any],
+    limit: int,
+    plain_counts: bool,
+    ties: TieBreak,
+) -> Any:
+    """The default router's pick: the replicas with fewer than `limit` waiting (`with_room`),
+    then `load_choice` over them, in one pass that takes each candidate's depth and KV term.
+
+    A total is `queue_weight * queue_score + kv_term`, where the KV term is the product
+    `kv_weight * (1.0 - in use / capacity)` that `load_choice` computes, taken earlier: a
+    product is the same float whenever it is computed, so the sums and the choice are the
+    same. `plain_counts`: every replica counts its outstanding requests as `Replica` does
+    (running + waiting + entering), added up here without a call per replica."""
+    candidates: list[Any] = []
+    depth: list[int] = []
+    kv_terms: list[float] = []
+    for replica in replicas:
+        waiting = len(replica.waiting)
+        if waiting < limit:
+            candidates.append(replica)
+            if plain_counts:
+                depth.append(len(replica.running) + waiting + replica.frontend.entering)
+            else:
+                depth.append(replica.outstanding())
+            kv_terms.append(kv_weight * (1.0 - replica.blocks_in_use() / replica.capacity))
+    if not candidates:
+        raise AssertionError("no replica has room: the scheduler checks has_room first")
+    low, high = min(depth), max(depth)
+    if high == low:
+        totals = [queue_weight + kv_term for kv_term in kv_terms]
+    else:
+        span = high - low
+        totals = [
+            queue_weight * ((high - q) / span) + kv_term
+            for q, kv_term in zip(depth, kv_terms, strict=True)
+        ]
+    return best_of(candidates, totals, ties)
+
+
 def best_of(candidates: list[Any], totals: list[float], ties) -> Any:
     """The candidate with the highest total; ties at random. A single best is taken without
     building the list of tied candidates (the tie-break draws nothing then)."""

@@ -38,8 +38,11 @@ class Seq:
 
     def __init__(self, request: Request) -> None:
         self.request = request
-        self.prefill = max(1, request.prefill_tokens)  # a prompt is at least one token
-        self.decode = max(1, request.decode_tokens)  # the prefill always yields one
+        # max(1, tokens) without the calls (one Seq a request): a prompt is at least one token,
+        # and the prefill always yields one
+        prefill, decode = request.prefill_tokens, request.decode_tokens
+        self.prefill = prefill if prefill > 1 else 1
+        self.decode = decode if decode > 1 else 1
         self.generated = 0
         self.target = self.prefill  # tokens to compute before the next token comes
         self.done = 0  # of those, computed
