@@ -107,8 +107,8 @@ def _in_view(locator):
     """The same log locator, returning only the ticks in view. Matplotlib's log locator also
     returns a decade of ticks below the view and two above; the axis makes a tick object (two
     tick marks, a grid line and two labels) for every one and draws only those in view, so on
-    a log axis most tick objects were never drawn (a CDF panel's minor ticks were a third of
-    its drawing time). The ticks drawn, and so every pixel, are the same."""
+    a log axis many tick objects were never drawn (making a CDF panel's minor ticks was about a
+    quarter of its drawing time). The ticks drawn, and so every pixel, are the same."""
     from matplotlib.ticker import LogLocator
 
     class InViewLogLocator(LogLocator):
