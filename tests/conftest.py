@@ -36,8 +36,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 # The modules a pool worker runs (a sweep's or plan's points, a calibration's cases). Sweeps
 # with the default --jobs, and plans and fits with jobs=2, start worker pools through the
-# forkserver (simsched/studies/orphans.py); each worker would import simsched, pandas, numpy
-# and scipy again, one to two CPU-seconds a worker, for each of the suite's pools. Preloaded,
+# forkserver (simsched/studies/orphans.py); each worker would import simsched, pandas and
+# numpy again, one to two CPU-seconds a worker, for each of the suite's pools (scipy is the
+# fit's own import, in the parent: workers only simulate). Preloaded,
 # the forkserver (one per test process, started by its first pool) imports them once and every
 # worker is forked with them in place. simsched itself does not preload: a command killed
 # while its forkserver is still importing would leave a late worker that prints a traceback.

@@ -1,6 +1,6 @@
 """The suite's pool workers start with simsched already imported: tests/conftest.py has the
 forkserver preload the worker modules once per test process, instead of every worker of every
-pool importing simsched, pandas, numpy and scipy again."""
+pool importing simsched, pandas and numpy again."""
 
 from __future__ import annotations
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from simsched.config.loading import load_scenario
 from simsched.results.simulate import simulate
@@ -111,6 +110,10 @@ def calibrate(
 
         x0 = np.clip((np.array([s.initial for s in spec.settings]) - low) / span, 0.0, 1.0)
         if fit:
+            # scipy.optimize only here, where the fit runs: the pool workers that simulate the
+            # cases and a `--no-fit` run never use it, and importing it costs most of a second
+            from scipy.optimize import least_squares
+
             found = least_squares(
                 residuals,
                 x0,
