@@ -10,7 +10,6 @@ times inside one function-scoped fixture instance, which it rightly refuses.
 
 from __future__ import annotations
 
-import copy
 import csv
 import itertools
 import math
@@ -274,38 +273,6 @@ def every_report_at_low_dpi() -> Iterator[None]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(page, "DPI", TEST_DPI)
-        yield
-
-
-# Texts up to this size are kept once parsed; a hostile test's large text is parsed every time.
-PARSED_TEXT_LIMIT = 1 << 20
-
-
-@pytest.fixture(scope="session", autouse=True)
-def each_yaml_text_parsed_once() -> Iterator[None]:
-    """Each YAML text is parsed once per test process and handed out as a deep copy after.
-
-    The suite loads the same few files thousands of times (a plan reloads its scenario for every
-    probe, a calibration re-reads its case file and published.yaml for every case): the
-    pure-Python parse with its limit checks is some 8 ms for a scenario and 200 ms for
-    published.yaml, a sixth of the suite's CPU time. `load_yaml` is a function of the text
-    alone, so a copy of the first parse is what a second parse would return (aliases stay
-    shared within the copy, as the parser shares them); a text that fails raises every time."""
-    from simsched.config import overrides, yaml_io
-
-    real = yaml_io.load_yaml
-    parsed: dict[str, Any] = {}
-
-    def load_yaml(text: str) -> Any:
-        if len(text) > PARSED_TEXT_LIMIT:
-            return real(text)
-        if text not in parsed:
-            parsed[text] = real(text)
-        return copy.deepcopy(parsed[text])  # callers may change what they get
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(yaml_io, "load_yaml", load_yaml)
-        patch.setattr(overrides, "load_yaml", load_yaml)  # it imported the function itself
         yield
 
 

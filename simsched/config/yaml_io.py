@@ -137,10 +137,13 @@ _UniqueKeyLoader.add_constructor(
 # parses each `--set` value again for every probe (some forty loads and two hundred small
 # parses a plan, a tenth of its time outside the simulation), and the pure-Python parse with
 # its limit checks is milliseconds each. Bounded: texts past PARSED_TEXT_SIZE are not kept, and
-# the memo starts afresh past PARSED_TEXTS entries.
+# past PARSED_TEXTS entries the least recently used text is dropped (a dict keeps insertion
+# order, and a hit is moved to the end), so a stream of one-off texts (a sweep's values, hostile
+# inputs) never evicts the scenario file every probe reloads.
 _PARSED: dict[str, Any] = {}
 PARSED_TEXTS = 256
 PARSED_TEXT_SIZE = 1 << 20
+_MISSING = object()  # a parse may give None, so a miss needs its own marker
 
 
 def load_yaml(text: str) -> Any:
@@ -155,12 +158,14 @@ def load_yaml(text: str) -> Any:
     copy of its first result (callers may change what they get; aliases stay shared within the
     copy, as the parser shares them); a text that fails is parsed, and fails, every time.
     """
-    if text in _PARSED:
-        return copy.deepcopy(_PARSED[text])
+    data = _PARSED.pop(text, _MISSING)
+    if data is not _MISSING:
+        _PARSED[text] = data  # now the most recently used
+        return copy.deepcopy(data)
     data = _parse(text)
     if len(text) <= PARSED_TEXT_SIZE:
-        if len(_PARSED) >= PARSED_TEXTS:
-            _PARSED.clear()
+        while len(_PARSED) >= PARSED_TEXTS:
+            del _PARSED[next(iter(_PARSED))]  # the least recently used
         _PARSED[text] = data
         return copy.deepcopy(data)
     return data

@@ -9,7 +9,6 @@ import yaml
 
 from simsched.config import yaml_io
 
-# bound at import, before the suite's session fixture wraps the module's function
 load_yaml = yaml_io.load_yaml
 
 TEXT = "a: &shared [1, 2]\nb: *shared\nc: {d: 1e6}\n"
@@ -33,12 +32,18 @@ def test_a_failing_text_fails_every_time() -> None:
     assert bad not in yaml_io._PARSED
 
 
-def test_the_memo_is_bounded(monkeypatch) -> None:
+def test_the_memo_is_bounded_and_keeps_the_text_used_last(monkeypatch) -> None:
     monkeypatch.setattr(yaml_io, "PARSED_TEXTS", 3)
     monkeypatch.setattr(yaml_io, "_PARSED", {})
+    scenario = "scenario: 1"
     for value in range(5):
+        assert load_yaml(scenario) == {"scenario": 1}  # reloaded between one-off texts
         assert load_yaml(f"x: {value}") == {"x": value}
         assert len(yaml_io._PARSED) <= 3
+    # by hand, least recent first: x: 3, then the scenario (reloaded before x: 4), then x: 4
+    assert list(yaml_io._PARSED) == ["x: 3", scenario, "x: 4"]
+    assert load_yaml("null") is None  # a text that parses to None is kept and answered too
+    assert load_yaml("null") is None and "null" in yaml_io._PARSED
     monkeypatch.setattr(yaml_io, "PARSED_TEXT_SIZE", 4)
     assert load_yaml("long: 1") == {"long": 1}
     assert "long: 1" not in yaml_io._PARSED
