@@ -47,3 +47,12 @@ def test_the_memo_is_bounded_and_keeps_the_text_used_last(monkeypatch) -> None:
     monkeypatch.setattr(yaml_io, "PARSED_TEXT_SIZE", 4)
     assert load_yaml("long: 1") == {"long": 1}
     assert "long: 1" not in yaml_io._PARSED
+
+
+def test_a_result_answered_from_the_memo_is_a_copy_too() -> None:
+    text = "k: [1]\nm: {n: 2}\n"
+    load_yaml(text)  # parsed and kept
+    second = load_yaml(text)  # answered from the memo
+    second["k"].append(2)  # a caller changes what the memo gave it
+    second["m"]["n"] = 3
+    assert load_yaml(text) == {"k": [1], "m": {"n": 2}}

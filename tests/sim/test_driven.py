@@ -72,3 +72,35 @@ def run(seed: int, driven: bool) -> list[tuple]:
 @pytest.mark.parametrize("seed", range(30))
 def test_a_driven_process_wakes_as_a_simpy_process(seed: int) -> None:
     assert run(seed, driven=True) == run(seed, driven=False)
+
+
+def callback_order(driven: bool) -> list[str]:
+    """Who runs when one event fires: a callback added before the process waited, the process,
+    and a callback added after it waited. SimPy appends a process's resume to the callbacks, so
+    it runs between the two."""
+    env = SimEnvironment()
+    log: list[str] = []
+    event = env.event()
+    event.callbacks.append(lambda _e: log.append("before"))
+
+    def process():
+        yield event
+        log.append("woken")
+        yield env.event()  # never fires
+
+    if driven:
+        env.drive(process())
+    else:
+        env.process(process())
+    env.alarm_after(
+        1.0, SCHEDULER, lambda _a: event.callbacks.append(lambda _e: log.append("after"))
+    )
+    env.alarm_after(2.0, SCHEDULER, lambda _a: event.succeed())
+    env.run_bounded(10.0)
+    return log
+
+
+def test_the_resume_takes_its_place_among_the_events_callbacks() -> None:
+    assert (
+        callback_order(driven=True) == callback_order(driven=False) == ["before", "woken", "after"]
+    )
