@@ -230,15 +230,22 @@ def load_pick(
     candidates: list[Any] = []
     depth: list[int] = []
     kv_terms: list[float] = []
-    for replica in replicas:
-        waiting = len(replica.waiting)
-        if waiting < limit:
-            candidates.append(replica)
-            if plain_counts:
-                depth.append(len(replica.running) + waiting + replica.frontend.entering)
-            else:
-                depth.append(replica.outstanding())
-            kv_terms.append(kv_weight * (1.0 - replica.blocks_in_use() / replica.capacity))
+    # the appends bound once and the loop chosen once, not per replica: this runs once per
+    # dispatched request over every replica
+    candidate, add_depth, add_kv = candidates.append, depth.append, kv_terms.append
+    if plain_counts:
+        for replica in replicas:
+            waiting = len(replica.waiting)
+            if waiting < limit:
+                candidate(replica)
+                add_depth(len(replica.running) + waiting + replica.frontend.entering)
+                add_kv(kv_weight * (1.0 - replica.blocks_in_use() / replica.capacity))
+    else:
+        for replica in replicas:
+            if len(replica.waiting) < limit:
+                candidate(replica)
+                add_depth(replica.outstanding())
+                add_kv(kv_weight * (1.0 - replica.blocks_in_use() / replica.capacity))
     if not candidates:
         raise AssertionError("no replica has room: the scheduler checks has_room first")
     low, high = min(depth), max(depth)
