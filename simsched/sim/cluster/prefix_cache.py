@@ -33,6 +33,7 @@ tests/sim/cluster/test_prefix_cache_index.py checks it against a block-by-block 
 from __future__ import annotations
 
 import heapq
+import sys
 from bisect import bisect_left, bisect_right
 from itertools import count as counter
 from operator import attrgetter, itemgetter
@@ -42,6 +43,8 @@ from simsched.sim.cluster.kv_memory import PlainKv
 from simsched.sim.recorder import Recorder
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import simpy
 
     from simsched.sim.cluster.kv_level import FleetKv
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
     from simsched.workload.prefixes import Run
 
 NOT_QUEUED = -1  # a piece's token while it is held (or gone): its heap entries are stale
+ALL = sys.maxsize  # `_release`'s stop for runs released whole
 
 
 class Piece:
@@ -238,11 +242,12 @@ class PrefixCachedKv(PlainKv):
         seq.reg = full
 
     def _let_go(self, seq: Seq, blocks: int) -> None:
-        if seq.shared is None:
-            shared, held = self._held(self._runs(seq), seq.reg)
+        if seq.shared is None:  # it holds its runs' blocks below `reg`: released as they are
+            runs, stop = self._runs(seq), seq.reg
+            held = (stop if stop < runs[-1][2] else runs[-1][2]) if runs else 0
         else:
-            shared, held = seq.shared, seq.shared_blocks
-        freed = blocks - held + self._release(shared)
+            runs, stop, held = seq.shared, ALL, seq.shared_blocks
+        freed = blocks - held + self._release(runs, stop)
         if freed < 0 or freed > self.level:
             super().release(freed)  # raises, naming the violation
         self.level -= freed  # `PlainKv.release`, inlined: once a request
@@ -387,14 +392,20 @@ class PrefixCachedKv(PlainKv):
         self._join(pieces, first, i)
         return added
 
-    def _release(self, shared: list[Run]) -> int:
-        """One request lets go of its registered blocks; returns those no one holds any more
-        (they stay cached, free, queued for eviction under this release's stamp)."""
+    def _release(self, runs: Sequence[Run], stop: int) -> int:
+        """One request lets go of its registered blocks, those of `runs` below block `stop`
+        (a sequence's runs clipped where it stopped registering, with no list of them built,
+        or its listed runs whole); returns those no one holds any more (they stay cached,
+        free, queued for eviction under this release's stamp)."""
         self.releases += 1
         stamp = self.releases
         dropped = 0
         chains, queue, tokens = self.chains, self.queue, self.tokens
-        for chain, lo, hi in shared:
+        for chain, lo, hi in runs:
+            if lo >= stop:
+                break
+            if hi > stop:
+                hi = stop
             pieces = chains[chain]
             piece = pieces[0]
             if len(pieces) == 1 and piece.lo == lo and piece.hi == hi:
