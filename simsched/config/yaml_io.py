@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import re
 import stat
+import threading
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,9 @@ _PARSED: dict[str, Any] = {}
 PARSED_TEXTS = 256
 PARSED_TEXT_SIZE = 1 << 20
 _MISSING = object()  # a parse may give None, so a miss needs its own marker
+# A Dask worker runs probes in threads: a hit's move and an eviction are several dict steps, and
+# two threads evicting at once would both pick the same oldest text. Parsing stays outside.
+_MEMO_LOCK = threading.Lock()
 
 
 def load_yaml(text: str) -> Any:
@@ -158,17 +162,20 @@ def load_yaml(text: str) -> Any:
     copy of its first result (callers may change what they get; aliases stay shared within the
     copy, as the parser shares them); a text that fails is parsed, and fails, every time.
     """
-    data = _PARSED.pop(text, _MISSING)
+    with _MEMO_LOCK:
+        data = _PARSED.pop(text, _MISSING)
+        if data is not _MISSING:
+            _PARSED[text] = data  # now the most recently used
     if data is not _MISSING:
-        _PARSED[text] = data  # now the most recently used
-        return copy.deepcopy(data)
+        return copy.deepcopy(data)  # the kept result is never changed, so no lock to copy it
     data = _parse(text)
-    if len(text) <= PARSED_TEXT_SIZE:
+    if len(text) > PARSED_TEXT_SIZE:
+        return data
+    with _MEMO_LOCK:
         while len(_PARSED) >= PARSED_TEXTS:
             del _PARSED[next(iter(_PARSED))]  # the least recently used
         _PARSED[text] = data
-        return copy.deepcopy(data)
-    return data
+    return copy.deepcopy(data)
 
 
 def _parse(text: str) -> Any:
