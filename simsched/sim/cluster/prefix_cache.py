@@ -162,8 +162,8 @@ class PrefixCachedKv(PlainKv):
 
     def computed(self, seq: Seq) -> None:
         """Its newly full blocks become cached (held by the sequence). A call per prefill chunk
-        (the Mooncake bench: 75,000), so `_add_missing` is inlined for a sequence that has
-        registered every block it computed (`seq.shared` None: what it holds is the runs'
+        (the Mooncake bench: 75,000), so a sequence that has registered every block it computed
+        skips `_add_missing`'s search and listing (`seq.shared` None: what it holds is the runs'
         blocks below `reg`, counted at its release), going on from `seq.at`, the run
         registering stopped in."""
         full = seq.done // self.block_size
@@ -179,23 +179,13 @@ class PrefixCachedKv(PlainKv):
         at, count = seq.at, len(runs)
         while at < count and runs[at][2] <= reg:  # only if `at` was left behind (a test's call)
             at += 1
-        chains = self.chains
         while at < count:
             chain, lo, hi = runs[at]
             if lo >= full:
                 break
             a = lo if lo > reg else reg
             b = hi if hi < full else full
-            pieces = chains.get(chain)
-            if pieces is None:  # nothing of this chain yet: one new piece
-                chains[chain] = [Piece(chain, a, b, 1)]
-            elif pieces[-1].hi <= a:  # the common case: a prefill's next chunk, past its chain
-                last = pieces[-1]
-                if last.hi == a and last.refs == 1:
-                    last.hi = b  # what a new piece joined to the held one it continues would be
-                else:
-                    pieces.append(Piece(chain, a, b, 1))  # no neighbour it could join
-            else:  # someone registered some of these meanwhile: they stay its own, listed
+            if not self._grow(chain, a, b):  # someone registered some meanwhile: listed
                 seq.shared, seq.shared_blocks = self._held(runs, a)
                 seq.shared_blocks += self._add_missing(runs, a, full, seq.shared)
                 return
@@ -350,17 +340,8 @@ class PrefixCachedKv(PlainKv):
                 break
             a = lo if lo > start else start
             b = hi if hi < stop else stop
-            pieces = chains.get(chain)
-            if pieces is None:  # nothing of this chain yet: one new piece
-                chains[chain] = [Piece(chain, a, b, 1)]
-            elif pieces[-1].hi <= a:  # the common case: a prefill's next chunk, past its chain
-                last = pieces[-1]
-                if last.hi == a and last.refs == 1:
-                    last.hi = b  # what a new piece joined to the held one it continues would be
-                else:
-                    pieces.append(Piece(chain, a, b, 1))  # no neighbour it could join
-            else:
-                added += self._fill_gaps(pieces, chain, a, b, shared)
+            if not self._grow(chain, a, b):
+                added += self._fill_gaps(chains[chain], chain, a, b, shared)
                 continue
             # `_share`, inlined (a call per prefill chunk): the chunk continues the held run
             last_run = shared[-1] if shared else None
@@ -370,6 +351,23 @@ class PrefixCachedKv(PlainKv):
                 shared.append((chain, a, b))
             added += b - a
         return added
+
+    def _grow(self, chain: int, a: int, b: int) -> bool:
+        """Blocks `[a, b)` of `chain` held once, when they lie past every piece of the chain (the
+        common case: a prefill's next chunk): a new piece, or the held piece they continue grown.
+        False, and nothing done, when someone registered some of them meanwhile."""
+        pieces = self.chains.get(chain)
+        if pieces is None:  # nothing of this chain yet: one new piece
+            self.chains[chain] = [Piece(chain, a, b, 1)]
+            return True
+        last = pieces[-1]
+        if last.hi > a:
+            return False
+        if last.hi == a and last.refs == 1:
+            last.hi = b  # what a new piece joined to the held one it continues would be
+        else:
+            pieces.append(Piece(chain, a, b, 1))  # no neighbour it could join
+        return True
 
     def _fill_gaps(self, pieces: list[Piece], chain: int, a: int, b: int, shared: list[Run]) -> int:
         """New pieces (held once) where no piece covers `[a, b)`."""
