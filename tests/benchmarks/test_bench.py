@@ -110,25 +110,25 @@ def test_a_comparison_divides_the_subject_by_the_yardstick(monkeypatch) -> None:
     assert (rss.value, rss.status) == ("1.30x", PASS)  # 260 / 200, at the limit
 
 
+PLAN = kinds.PlanThroughput("plan", "t")
+SHAPE = {"requests": 29_000, "seeds": 2}  # what `plan_bench.py --count` reports
+
+
 def test_plan_throughput_floor_is_the_reference_pace() -> None:
-    row = kinds.PlanThroughput("plan", "t")
-    shape = {"requests": 29_000, "seeds": 2}
     run = measure.Run(36.0, 35.0, 300.0, stdout='{"configurations": 12}')
     # 12 configurations in 36 s: 1,200 an hour; the reference takes 4 s for the same requests,
     # so the floor is 3600 / 4 = 900 an hour
-    met = row.verdict("serial", run, shape, measure.Run(4.0, 3.9, 100.0))
+    met = PLAN.verdict("serial", run, SHAPE, measure.Run(4.0, 3.9, 100.0))
     assert (met.value, met.goal, met.status) == ("1,200", ">= 900", PASS)
     assert "35.0 s CPU" in met.detail
-    assert row.verdict("serial", run, shape, measure.Run(36 / 13, 2.7, 100.0)).status == FAIL
-    assert row.verdict("serial", run, shape, None).status == INFO
+    assert PLAN.verdict("serial", run, SHAPE, measure.Run(36 / 13, 2.7, 100.0)).status == FAIL
+    assert PLAN.verdict("serial", run, SHAPE, None).status == INFO
 
 
 def test_a_busy_machine_judges_the_serial_plan_on_cpu_time() -> None:
-    row = kinds.PlanThroughput("plan", "t")
-    shape = {"requests": 29_000, "seeds": 2}
     # the plan waited for a core: 60 s wall for 30 s of CPU (2x, over the 1.5 of a busy machine)
     run = measure.Run(60.0, 30.0, 300.0, stdout='{"configurations": 12}')
-    judged = row.verdict("serial", run, shape, measure.Run(4.0, 3.0, 100.0))
+    judged = PLAN.verdict("serial", run, SHAPE, measure.Run(4.0, 3.0, 100.0))
     # on CPU: 12 x 3600 / 30 = 1,440 an hour against 3600 / 3 = 1,200 (on wall it would be
     # 720 against 900: a FAIL that measures the load)
     assert (judged.value, judged.goal, judged.status) == ("1,440", ">= 1,200", PASS)
@@ -136,14 +136,12 @@ def test_a_busy_machine_judges_the_serial_plan_on_cpu_time() -> None:
 
 
 def test_a_plan_with_workers_is_judged_on_wall_time_without_a_cpu_figure() -> None:
-    row = kinds.PlanThroughput("plan", "t")
-    shape = {"requests": 29_000, "seeds": 2}
     # the measured process's CPU leaves out its pool workers': 1 s of CPU for 20 s of wall
     run = measure.Run(20.0, 1.0, 300.0, stdout='{"configurations": 12}')
-    quiet = row.verdict("--jobs 2", run, shape, measure.Run(4.0, 3.9, 100.0))
+    quiet = PLAN.verdict("--jobs 2", run, SHAPE, measure.Run(4.0, 3.9, 100.0))
     assert (quiet.value, quiet.goal, quiet.status) == ("2,160", ">= 900", PASS)  # 12 x 3600 / 20
     assert "CPU" not in quiet.detail
-    busy = row.verdict("--jobs 2", run, shape, measure.Run(8.0, 4.0, 100.0))
+    busy = PLAN.verdict("--jobs 2", run, SHAPE, measure.Run(8.0, 4.0, 100.0))
     assert (busy.goal, busy.status) == (">= 450", PASS) and "rerun on a quieter" in busy.detail
 
 
