@@ -197,18 +197,23 @@ def load_choice(queue_weight: float, kv_weight: float, candidates: list[Any], ti
     the floats and the choice are the same; the router runs once per dispatched request, and
     the four lists and the zips of the general fold were most of its cost."""
     depth = [r.outstanding() for r in candidates]
+    kv_terms = [kv_weight * (1.0 - r.blocks_in_use() / r.capacity) for r in candidates]
+    return best_of(candidates, load_totals(queue_weight, depth, kv_terms), ties)
+
+
+def load_totals(queue_weight: float, depth: list[int], kv_terms: list[float]) -> list[float]:
+    """Each candidate's `queue_weight * queue_score + kv_term`: the queue score is 1 for the
+    shallowest queue and 0 for the deepest (all 1 when every depth is the same), and the KV term
+    the product `kv_weight * kv_score`, computed by the caller (a product is the same float
+    whenever it is computed, so the sums are `weighted_choice`'s)."""
     low, high = min(depth), max(depth)
     if high == low:
-        totals = [
-            queue_weight + kv_weight * (1.0 - r.blocks_in_use() / r.capacity) for r in candidates
-        ]
-    else:
-        span = high - low
-        totals = [
-            queue_weight * ((high - q) / span) + kv_weight * (1.0 - r.blocks_in_use() / r.capacity)
-            for q, r in zip(depth, candidates, strict=True)
-        ]
-    return best_of(candidates, totals, ties)
+        return [queue_weight + kv_term for kv_term in kv_terms]
+    span = high - low
+    return [
+        queue_weight * ((high - q) / span) + kv_term
+        for q, kv_term in zip(depth, kv_terms, strict=True)
+    ]
 
 
 def load_pick(
@@ -248,16 +253,7 @@ def load_pick(
                 add_kv(kv_weight * (1.0 - replica.blocks_in_use() / replica.capacity))
     if not candidates:
         raise AssertionError("no replica has room: the scheduler checks has_room first")
-    low, high = min(depth), max(depth)
-    if high == low:
-        totals = [queue_weight + kv_term for kv_term in kv_terms]
-    else:
-        span = high - low
-        totals = [
-            queue_weight * ((high - q) / span) + kv_term
-            for q, kv_term in zip(depth, kv_terms, strict=True)
-        ]
-    return best_of(candidates, totals, ties)
+    return best_of(candidates, load_totals(queue_weight, depth, kv_terms), ties)
 
 
 def best_of(candidates: list[Any], totals: list[float], ties) -> Any:
