@@ -12,6 +12,7 @@ import html
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,20 @@ def _in_view(locator):
     quarter of its drawing time). The ticks drawn, and so every pixel, are the same."""
     from matplotlib.ticker import LogLocator
 
+    if type(locator) is not LogLocator:  # not matplotlib's own, or already in view
+        return locator
+    in_view = _in_view_log_locator()
+    clipped = in_view.__new__(in_view)
+    clipped.__dict__.update(vars(locator))  # the scale's own base, subs and tick count
+    return clipped
+
+
+@cache
+def _in_view_log_locator() -> type:
+    """matplotlib's LogLocator returning only the ticks in view (`_in_view`); made once, on first
+    use, since matplotlib is imported only when a report is drawn."""
+    from matplotlib.ticker import LogLocator
+
     class InViewLogLocator(LogLocator):
         def tick_values(self, vmin, vmax):
             ticks = np.asarray(super().tick_values(vmin, vmax))
@@ -119,11 +134,7 @@ def _in_view(locator):
                 return ticks
             return ticks[(ticks >= low / IN_VIEW_SLACK) & (ticks <= high * IN_VIEW_SLACK)]
 
-    if type(locator) is not LogLocator:  # not matplotlib's own, or already in view
-        return locator
-    clipped = InViewLogLocator.__new__(InViewLogLocator)
-    clipped.__dict__.update(vars(locator))  # the scale's own base, subs and tick count
-    return clipped
+    return InViewLogLocator
 
 
 def _plain_log_formatter(**options):
