@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from simsched.cli.options import SetOption
 from simsched.errors import InputError
 
 if TYPE_CHECKING:  # the library loads when the command runs, so `--help` stays fast
@@ -25,15 +28,20 @@ def calibrate_command(
     no_fit: Annotated[
         bool, typer.Option("--no-fit", help="Only compare, the settings at their start values.")
     ] = False,
+    set_: SetOption = None,
 ) -> None:
-    """Fit numeric settings to measured figures by simulating each case (docs/calibration.md)."""
+    """Fit numeric settings to measured figures by simulating each case (docs/calibration.md).
+
+    `--set` applies to every case, after its own `set`; on a path the file fits it sets where
+    that setting starts."""
     from simsched.outputs.atomic import write_text_atomic
     from simsched.studies.calibration.fit import calibrate
     from simsched.studies.calibration.spec import calibration_inputs
 
     if out is not None:  # now, not after the whole fit
-        _check_out(out, calibration_inputs(file))
-    result = calibrate(file, jobs=jobs, fit=not no_fit, progress=_progress)
+        _check_out(out, calibration_inputs(file, set_))
+    progress = partial(_progress, flagged=bool(set_))
+    result = calibrate(file, jobs=jobs, fit=not no_fit, progress=progress, overrides=set_)
     for warning in result.spec.warnings:
         typer.echo(f"warning: {warning}", err=True)
     typer.echo(render(result))
@@ -52,8 +60,11 @@ def _check_out(out: Path, inputs: list[Path]) -> None:
         raise InputError(str(out), "--out", f"no such folder: {out.parent}")
 
 
-def _progress(count: int, values: tuple | None, simulated: list[float]) -> None:
-    shown = "the file's own settings" if values is None else ", ".join(f"{v:.4g}" for v in values)
+def _progress(
+    count: int, values: tuple | None, simulated: list[float], flagged: bool = False
+) -> None:
+    own = "the file's own settings" + (" and --set" if flagged else "")
+    shown = own if values is None else ", ".join(f"{v:.4g}" for v in values)
     typer.echo(f"evaluation {count}: {shown}", err=True)
 
 
@@ -81,7 +92,8 @@ def render(result: Calibration) -> str:
         )
     lines.append("")
     lines.append(f"{'fitted' if result.fit else 'start'} settings (--set):")
-    for setting, value in zip(spec.settings, result.fitted, strict=True):
+    starts = spec.command_line.starts
+    for j, (setting, value) in enumerate(zip(spec.settings, result.fitted, strict=True)):
         notes = [setting.name] if setting.name else []
         if setting.cases:
             first, count = setting.cases[0], len(setting.cases)
@@ -89,8 +101,14 @@ def render(result: Calibration) -> str:
                 notes.append(f"only {first}")
             elif count < len(spec.cases):  # a subset: how many, and the first by name
                 notes.append(f"only {count} of the {len(spec.cases)} cases: {first}, ...")
+        if j in starts:  # the start is the command line's, not the file's
+            notes.append(f"start {setting.initial:.4g} from --set" if result.fit else "from --set")
         only = f"   # {'; '.join(notes)}" if notes else ""
         lines.append(f"  {setting.path}={value:.4g}{only}")
+    plain = spec.command_line.plain(spec.settings)
+    if plain:  # the other flags, which every case ran with (both columns)
+        lines.append("every case, after its own set (--set):")
+        lines += [f"  {text}" for text in plain]
     labels = ("as written", "fitted" if result.fit else "start values")
     for label, errors in zip(labels, (before_errors, after_errors), strict=True):
         median, worst = summary(errors)
@@ -122,7 +140,10 @@ def fragment(result: Calibration, file: Path) -> str:
     body = dict(nested)
     if listed:
         body["per_case_settings"] = listed
+    # the command that made it, with its flags: the values hold with them only
+    flags = "".join(f" --set {shlex.quote(f.text)}" for f in result.spec.command_line.flags)
     head = (
-        f"# simsched calibrate {file.name}: median absolute error {median:.1%}, worst {worst:.1%}\n"
+        f"# simsched calibrate {file.name}{flags}: median absolute error {median:.1%}, "
+        f"worst {worst:.1%}\n"
     )
     return head + yaml.safe_dump(body, sort_keys=False)

@@ -86,10 +86,16 @@ class Evaluator:
 
 
 def calibrate(
-    path: Path, jobs: int = 1, fit: bool = True, progress: Callable | None = None
+    path: Path,
+    jobs: int = 1,
+    fit: bool = True,
+    progress: Callable | None = None,
+    overrides: list[str] | None = None,
 ) -> Calibration:
-    """Fit the file's settings; `progress(n, values, simulated)` after each new evaluation."""
-    spec, measured, _ = load_calibration(path)  # every case checked before any runs
+    """Fit the file's settings; `progress(n, values, simulated)` after each new evaluation.
+    `overrides` are `--set PATH=VALUE` texts for every case (docs/calibration.md)."""
+    # every case checked before any runs, with the flags
+    spec, measured, _ = load_calibration(path, overrides)
     evaluate = Evaluator(path, spec, jobs, progress)
     try:
         before = evaluate(None)
