@@ -195,3 +195,25 @@ def test_a_pooled_cases_message_says_where_the_setting_lives(
     # a token-server setting, which the lone request (case a) takes and a pool does not
     _, _, err = simsched_cli("calibrate", "cal.yaml", "--set", HOLD)
     assert err.rstrip().endswith("set a pool's own, as --set cluster.pools[0].kv_hold_factor)")
+
+
+def test_a_fitted_cluster_paths_flag_reaches_every_pool(tmp_path: Path) -> None:
+    # as the setting's `cluster.X` does: case a gets it as the setting's start (on each pool),
+    # case b, which the setting leaves out, as each pool's override
+    (tmp_path / "pooled.yaml").write_text(POOLED, encoding="utf-8")
+    path = "cluster.latency_model.overhead_ms"
+    spec = {
+        "settings": [{"path": path, "low": 0.0, "high": 5.0, "cases": ["a"]}],
+        "cases": [
+            {"name": n, "scenario": "pooled.yaml", "metric": "mean_e2e_ms", "measured": 9.0}
+            for n in ("a", "b")
+        ],
+    }
+    (tmp_path / "cal.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
+    loaded, _, _ = load_calibration(tmp_path / "cal.yaml", [f"{path}=2"])
+    assert loaded.settings[0].start == 2.0
+    assert loaded.command_line.case_sets("a") == ()
+    assert loaded.command_line.case_sets("b") == (
+        "cluster.pools[0].latency_model.overhead_ms=2",
+        "cluster.pools[1].latency_model.overhead_ms=2",
+    )

@@ -57,7 +57,7 @@ class CommandLine:
 
     def plain(self, settings: list[Setting]) -> list[str]:
         """The flags that name no fitted path, in order: what every case gets as it is."""
-        return [f.text for f in self.flags if not any(names(f, s) for s in settings)]
+        return [f.text for f in self.flags if not any(targets(f, s) for s in settings)]
 
 
 def parse_flags(texts: list[str] | None, label: str) -> tuple[Flag, ...]:
@@ -82,7 +82,7 @@ def segments_of(path: str) -> tuple[str, ...]:
         return ()
 
 
-def names(flag: Flag, setting: Setting) -> bool:
+def targets(flag: Flag, setting: Setting) -> bool:
     """Whether `flag` sets `setting`'s own path (`a[0].b` and `a.0.b` alike)."""
     return flag.segments == segments_of(setting.path)
 

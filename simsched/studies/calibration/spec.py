@@ -25,10 +25,10 @@ from simsched.errors import InputError
 from simsched.studies.calibration.command_line import (
     CommandLine,
     Flag,
-    names,
     parse_flags,
     segments_of,
     start_value,
+    targets,
 )
 from simsched.studies.calibration.metrics import METRICS, VLLM_KEYS
 from simsched.studies.calibration.paths import long_forms, per_pool
@@ -248,7 +248,7 @@ def _with_flags(spec: CalibrationFile, flags: tuple[Flag, ...], label: str) -> C
     settings, starts = list(spec.settings), set()
     for flag in flags:
         for j, setting in enumerate(spec.settings):
-            if names(flag, setting):
+            if targets(flag, setting):
                 start = start_value(flag, setting, j, label)
                 settings[j] = settings[j].model_copy(update={"start": start})
                 starts.add(j)
@@ -266,9 +266,9 @@ def _apply_flags(spec: CalibrationFile, i: int, scenario: Path, bare: Any, label
     reached = [(j, s) for j, s in enumerate(spec.settings) if _reaches(s, case, scenario, raw)]
     pairs: list[tuple[str, Flag]] = []  # (the override the case gets, the flag it comes from)
     for flag in spec.command_line.flags:
-        if any(names(flag, s) for _, s in reached):
+        if any(targets(flag, s) for _, s in reached):
             continue  # the setting's value carries it: the start, or what the fit makes of it
-        fitted = any(names(flag, s) for s in spec.settings)
+        fitted = any(targets(flag, s) for s in spec.settings)
         paths = per_pool(scenario, flag.path) if fitted else [flag.path]
         for path in paths:
             _refuse_undoing(flag, path, reached, scenario, raw, case.name, label)
@@ -320,12 +320,13 @@ def _blame_flag(
     own message (as `scenario --set` gives it, without repeating the flag)."""
     case = spec.cases[i]
     for count in range(1, len(pairs) + 1):
-        flag = pairs[count - 1][1]
+        text, flag = pairs[count - 1]
         overrides = case_overrides(spec, case, scenario, None, tuple(t for t, _ in pairs[:count]))
         try:
             load_scenario(scenario, overrides)
         except InputError as exc:
-            shown = f"{_without_override(exc, overrides)}{_pool_hint(flag, scenario)}"
+            hint = _pool_hint(flag, scenario) if text == flag.text else ""  # not a pool's copy
+            shown = f"{_without_override(exc, overrides)}{hint}"
             raise InputError(label, f"--set {flag.text}", f"case {case.name!r}: {shown}") from None
     raise InputError(label, "--set", f"case {case.name!r} fails with the flags together")
 
