@@ -21,10 +21,11 @@ from simsched.config.spec_base import SubfieldError
 Small = Annotated[int, Field(gt=0, le=2**20)]
 Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
-# Fitted together by `simsched calibrate calibration/moe_experts.yaml --jobs 2` on the 14
-# TensorRT-LLM MoE throughput cases and the 6 DeepSeek-R1 MTP-depth cases (docs/moe.md,
-# "Calibration"): the grouped GEMMs' two shares of the roofline, and the fixed kernel time of
-# one MoE layer beyond a dense FFN's, µs per iteration ("Per-layer kernel time")
+# Fitted together by `simsched calibrate` on 14 TensorRT-LLM MoE throughput cases and the 6
+# DeepSeek-R1 MTP-depth cases (docs/moe.md, "Calibration"; every cell of the same tables is now a
+# case, on which they are off by 17.1%, median): the grouped GEMMs' two shares of the roofline,
+# and the fixed kernel time of one MoE layer beyond a dense FFN's, µs per iteration ("Per-layer
+# kernel time")
 EXPERT_COMPUTE_EFFICIENCY = 0.611
 EXPERT_MEMORY_EFFICIENCY = 0.505
 MOE_LAYER_US = 39.9

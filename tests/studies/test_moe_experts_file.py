@@ -5,8 +5,10 @@ values' errors (docs/moe.md)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from simsched.config.moe_serving import MoeServingSpec
@@ -36,8 +38,14 @@ def test_its_starts_are_the_shipped_defaults() -> None:
         "expert_memory_efficiency": shipped.expert_memory_efficiency,
         "layer_us": shipped.layer_us,
     }
-    moe = [case["name"] for case in load("moe_experts.yaml")["cases"]]
-    assert all(s["cases"] == moe for s in settings)
+    # fitted on 20 of the cases (the shipped values' fit: 14 throughput figures, the MTP depths),
+    # judged on all of them: the same 20 for each setting, every one a case of the file
+    fitted = settings[0]["cases"]
+    assert all(s["cases"] == fitted for s in settings)
+    names = [case["name"] for case in load("moe_experts.yaml")["cases"]]
+    assert set(fitted) <= set(names) and len(names) == 129
+    assert sum(name.startswith("moe_") for name in fitted) == 14
+    assert sum(name.startswith("sd_t3_") for name in fitted) == 6
 
 
 def test_the_published_file_fits_the_same_shares_from_the_same_starts() -> None:
@@ -48,6 +56,7 @@ def test_the_published_file_fits_the_same_shares_from_the_same_starts() -> None:
     assert [{k: s[k] for k in keys} for s in theirs] == [{k: s[k] for k in keys} for s in ours]
 
 
+@pytest.mark.slow  # 129 simulations, about a minute of CPU
 def test_the_area_medians_the_notes_state_are_what_calibrate_no_fit_computes() -> None:
     # `simsched calibrate calibration/moe_experts.yaml --no-fit` with the shipped values: the
     # MoE throughput cases' and the MTP-depth cases' median absolute errors, rounded to the
@@ -64,6 +73,44 @@ def test_the_area_medians_the_notes_state_are_what_calibrate_no_fit_computes() -
     errors = {case.name: error(run_case(job), value) for case, job, value in runs}
     moe = [e for name, e in errors.items() if name.startswith("moe_")]
     mtp = [e for name, e in errors.items() if name.startswith("sd_t3_")]
-    assert (len(moe), len(mtp)) == (14, 6)
+    assert (len(moe), len(mtp)) == (123, 6)  # the 122 table cells and MX-D3; SD-T3's depths
     assert round(summary(moe)[0], 3) == MOE_MEDIAN_SHARE
     assert round(summary(mtp)[0], 3) == SPEC_MEDIAN_SHARE
+
+
+MEASUREMENTS = ROOT.parent / "shared" / "data" / "measurements" / "moe_specdec_pd.md"
+
+
+def table_cells(sections: tuple[str, ...]) -> dict[tuple[str, str], float]:
+    """{(row id, "ISL/OSL"): total output tok/s} of every cell of the given sections' tables."""
+    cells: dict[tuple[str, str], float] = {}
+    section, header = None, None
+    for line in MEASUREMENTS.read_text().splitlines():
+        if line.startswith("### "):
+            section = line.split()[1].rstrip(".")
+        if section not in sections or not line.startswith("|"):
+            header = None
+            continue
+        row = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if row[0] == "ISL/OSL":
+            header = [cell.split()[0] for cell in row[1:]]
+        elif header and not set(row[0]) <= set("-"):
+            for row_id, cell in zip(header, row[1:], strict=True):
+                if cell not in ("—", ""):
+                    cells[(row_id, row[0])] = float(cell.replace(",", ""))
+    return cells
+
+
+@pytest.mark.skipif(not MEASUREMENTS.exists(), reason="needs ../shared/data/measurements")
+def test_every_cell_of_the_tensorrt_llm_moe_tables_is_a_case_with_its_figure() -> None:
+    # not a chosen few: every configuration and length pair of sections 1b and 1c
+    cells = table_cells(("1b", "1c"))
+    assert len(cells) == 122
+    cases = {}
+    for case in load("published.yaml")["cases"]:
+        found = re.search(r"\((moe_specdec_pd\.md 1[bc]), (MX-T\d+)\)", case.get("source", ""))
+        if found:
+            sets = dict(item.split("=", 1) for item in case["set"])
+            lengths = f"{sets['tenants[0].prefill_tokens']}/{sets['tenants[0].decode_tokens']}"
+            cases[(found.group(2), lengths)] = case["measured"]
+    assert cases == cells

@@ -22,6 +22,7 @@ import pandas as pd
 
 from simsched.outputs.cluster_table import (
     NO_BACKLOG,
+    PD_FIDELITY_NOTE,
     PD_TTFT_NOTE,
     admitted_only_note,
     skew_note,
@@ -53,7 +54,7 @@ def folder_notes(
     scaled = [v for v in variants if _autoscaled((provisioned or {}).get(v))]
     notes = [f"{_who(variants, v)}{AUTOSCALED}" for v in scaled]
     if any("kv_transfer" in (usage.get(v) or {}) for v in variants):
-        notes.append(PD_TTFT_NOTE)
+        notes += [PD_TTFT_NOTE, PD_FIDELITY_NOTE]
     notes += [
         skew_note(_who(variants, v), usage[v])
         for v in variants
