@@ -37,10 +37,11 @@ PD_TTFT_NOTE = (
 # one, 14,590 / 1,157 ms with the shipped defaults (docs/fleets.md, "Calibration")
 PD_PUBLISHED_TTFT_RATIO = 12.6
 PD_FIDELITY_NOTE = (
-    "P/D is checked against one published run only (the llm-d P/D guide, gpt-oss-120b on 16 "
-    f"H200s) and does not reproduce it: client TTFT {PD_PUBLISHED_TTFT_RATIO:.1f} times the "
-    "published, because the simulated MoE prefill pool saturates; the KV transfer is not "
-    "tested by it (docs/fleets.md, Calibration)"
+    "P/D is checked against one published run only, of the MoE model gpt-oss-120b (the llm-d "
+    "P/D guide, 16 H200s), and does not reproduce it: client TTFT "
+    f"{PD_PUBLISHED_TTFT_RATIO:.1f} times the published, because that model's simulated prefill "
+    "pool saturates; no dense-model P/D run and no KV-transfer time have been checked "
+    "(docs/fleets.md, Calibration)"
 )
 METRICS = (
     ("busy share", "busy_share", "{:.2f}"),

@@ -167,6 +167,9 @@ def test_a_fitted_paths_flag_is_an_override_where_no_setting_reaches(tmp_path: P
          f"cal.yaml: --set {HOLD}: case 'b': pooled.yaml: cluster.kv_hold_factor: unknown key"),
         (f"{RATE}=32", "variant.yaml",
          f"cal.yaml: --set {RATE}=32: case 'b': variant.yaml: variant 'slow' sets {RATE} itself"),
+        (f"variants=[{{name: x, set: {{{MIN}: 25}}}}]", "lone.yaml",
+         f"cal.yaml: --set variants=[{{name: x, set: {{{MIN}: 25}}}}]: a case's variants are "
+         "not set from the command line"),
     ],
 )  # fmt: skip
 def test_bad_flags_exit_2_with_one_line_before_any_run(

@@ -75,6 +75,9 @@ def test_every_vllm_gpt_oss_row_is_three_cases_with_its_own_figures() -> None:
             assert values["cluster.gpu"] == row["gpu"]
             assert int(values["cluster.tp"]) == row["tp"]
             assert int(values["tenants[0].arrivals.concurrency"]) == row["concurrency"]
+            prompt = yaml.safe_load(values["tenants[0].prefill_tokens"])
+            output = yaml.safe_load(values["tenants[0].decode_tokens"])
+            assert (prompt["high"], output["high"]) == (row["isl"], row["osl"])
 
 
 def test_each_case_states_the_sweeps_recipe() -> None:
@@ -146,3 +149,23 @@ def test_the_moe_note_quotes_this_files_errors() -> None:
     )
     b200 = sorted(-100 * e for name, e in errors.items() if "_b200_" in name)
     assert f"{b200[0]:.0f}-{b200[-1]:.0f}%" == moe_notes.VLLM_GPT_OSS_B200_SHORTFALL
+
+
+def test_only_the_judged_model_gets_the_vllm_note() -> None:
+    # the sweep judged gpt-oss-120b alone: DeepSeek-R1 (its one case runs too fast) or another
+    # MoE model must not be told that vLLM would need fewer GPUs
+    from simsched.config.loading import load_scenario
+    from simsched.outputs import moe_notes
+
+    def notes(preset: str) -> list[str]:
+        burst = ROOT / "calibration" / "scenarios" / "fixed_burst.yaml"
+        sets = [f"cluster.model={preset}", "cluster.gpu=h200", "cluster.tp=8"]
+        model = load_scenario(burst, sets).cluster.model
+        return moe_notes._notes_for(model, None)
+
+    assert moe_notes.VLLM_GPT_OSS_NOTE in notes("gpt-oss-120b")
+    for other in ("deepseek-r1", "qwen3-235b-a22b", "gpt-oss-20b", "mixtral-8x7b"):
+        found = notes(other)
+        assert moe_notes.VLLM_GPT_OSS_NOTE not in found
+        assert any(note.startswith("MoE model:") for note in found)
+    assert notes("llama-3-8b") == []

@@ -70,6 +70,15 @@ def parse_flags(texts: list[str] | None, label: str) -> tuple[Flag, ...]:
             segments = tuple(split_path(path))
         except OverrideError as exc:
             raise InputError(label, f"--set {text}", exc.problem) from None
+        if segments[:1] == ("variants",):
+            # a case compares its first variant: a flag there could change what is compared
+            # or write a fitted path past the fit (a variant's own `set` comes last)
+            raise InputError(
+                label,
+                f"--set {text}",
+                "a case's variants are not set from the command line; give their settings "
+                "as plain --set PATH=VALUE flags",
+            )
         flags.append(Flag(text, path, value, segments))
     return tuple(flags)
 
