@@ -149,6 +149,9 @@ def test_the_moe_note_quotes_this_files_errors() -> None:
     )
     b200 = sorted(-100 * e for name, e in errors.items() if "_b200_" in name)
     assert f"{b200[0]:.0f}-{b200[-1]:.0f}%" == moe_notes.VLLM_GPT_OSS_B200_SHORTFALL
+    hopper = sorted(-100 * e for name, e in errors.items() if "_b200_" not in name)
+    assert len(hopper) == 8
+    assert f"{hopper[0]:.0f}-{hopper[-1]:.0f}%" == moe_notes.VLLM_GPT_OSS_HOPPER_SHORTFALL
 
 
 def test_only_the_judged_model_gets_the_vllm_note() -> None:
