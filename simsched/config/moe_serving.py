@@ -10,7 +10,7 @@ each over tp / attention_dp GPUs, each with its own sequences and KV cache.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -23,7 +23,7 @@ Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 # Fitted together by `simsched calibrate` on 14 TensorRT-LLM MoE throughput cases and the 6
 # DeepSeek-R1 MTP-depth cases (docs/moe.md, "Calibration"; every cell of the same tables is now a
-# case, on which they are off by 17.1%, median): the grouped GEMMs' two shares of the roofline,
+# case, on which they are off by 15.2%, median): the grouped GEMMs' two shares of the roofline,
 # and the fixed kernel time of one MoE layer beyond a dense FFN's, µs per iteration ("Per-layer
 # kernel time")
 EXPERT_COMPUTE_EFFICIENCY = 0.611
@@ -41,6 +41,12 @@ class MoeServingSpec(BaseModel):
     imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] = 1.0
     # latency of one all-to-all (dispatch or combine); unset: `alltoall_latency_us` below
     alltoall_us: Annotated[float | None, Field(ge=0, le=1e6, allow_inf_nan=False)] = None
+    # how attention-DP ranks exchange the MoE layers' tokens (docs/moe.md, "Iteration cost"):
+    # `alltoall` sends each token to the ranks of its k experts (DeepEP, pplx, NCCL all-to-all);
+    # `allgather` sends every token to every rank and reduce-scatters the outputs back, as
+    # TensorRT-LLM's PyTorch MoE does on a node without multi-node NVLink
+    # (tensorrt_llm/_torch/modules/fused_moe: `enable_alltoall` only with MNNVL or DeepEP)
+    dispatch: Literal["alltoall", "allgather"] = "alltoall"
     # the fixed time of an MoE layer's own kernels (router GEMM, top-k, permute, the grouped
     # GEMMs' launch and tail, unpermute, the shared expert) beside a dense FFN's, paid every
     # iteration whatever its tokens (docs/moe.md, "Per-layer kernel time")
@@ -106,6 +112,12 @@ def check_layout(spec: MoeServingSpec, tp: int, model: Any) -> None:
         raise SubfieldError(
             "ep", f"ep ({spec.ep}) must divide the model's {model.moe.experts} experts"
         )
+    if spec.dispatch == "allgather" and (spec.ep == 1 or spec.attention_dp == 1):
+        raise SubfieldError(
+            "dispatch",
+            "allgather gathers the attention-DP ranks' tokens for the expert-parallel GPUs: it "
+            f"needs ep and attention_dp above 1 (ep {spec.ep}, attention_dp {spec.attention_dp})",
+        )
 
 
 # The settings that describe the routed experts: on a dense model nothing reads them, so a value
@@ -114,6 +126,7 @@ EXPERT_SETTINGS = (
     "ep",
     "imbalance",
     "alltoall_us",
+    "dispatch",
     "expert_compute_efficiency",
     "expert_memory_efficiency",
     "expert_efficiency",

@@ -14,7 +14,8 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
                   x the queries a sequence verifies, k + 1 under speculative decoding)
     reduces     = L * [attention group > 1] + (L - L_moe, or L with ep = 1) * [tp > 1]
                   all-reduces of 2 (g - 1)/g * hidden * 2 B per token over g GPUs
-    all-to-all  = 2 * L_moe * (alltoall_us + T/ep * k * hidden * 2 B * (ep - 1)/ep / link)
+    all-to-all  = 2 * L_moe * (alltoall_us + T/ep * c * hidden * 2 B * (ep - 1)/ep / link)
+                  (c: k copies a token for an all-to-all, ep for AllGather + ReduceScatter)
     kernels     = L_moe * layer_us                  the MoE layers' own kernels, every iteration
     cpu         = overhead_ms + per_seq_ms * D
 
@@ -55,15 +56,28 @@ def distinct_experts(experts: int, per_token: int, tokens: Any) -> Any:
 
 
 def alltoall_ms(
-    tokens: Any, per_token: int, hidden: int, ep: int, latency_us: float, link_gbps: float
+    tokens: Any, copies: int, hidden: int, ep: int, latency_us: float, link_gbps: float
 ) -> Any:
-    """One all-to-all (dispatch or combine) of an MoE layer: each of the ep GPUs sends its
-    T/ep tokens' hidden states to their k experts, (ep - 1)/ep of them on other GPUs, over its
-    own link in parallel with the others."""
+    """One exchange (dispatch or combine) of an MoE layer: each of the ep GPUs sends its T/ep
+    tokens' hidden states, `copies` of each (`exchange_copies`), (ep - 1)/ep of them to other
+    GPUs, over its own link in parallel with the others."""
     if ep == 1:
         return 0.0 * tokens
-    per_gpu = tokens / ep * per_token * hidden * ACTIVATION_BYTES * (ep - 1) / ep
+    per_gpu = tokens / ep * copies * hidden * ACTIVATION_BYTES * (ep - 1) / ep
     return latency_us / 1000 + per_gpu / (link_gbps * 1e6)
+
+
+def exchange_copies(spec: MoeServingSpec, per_token: int) -> int:
+    """How many copies of a token's hidden state an exchange moves: one per expert (k) for an
+    all-to-all; one per expert-parallel GPU (ep) for AllGather + ReduceScatter, which sends every
+    token to every GPU whatever its experts (docs/moe.md, "Iteration cost")."""
+    return EXCHANGE_COPIES[spec.dispatch](per_token, spec.ep)
+
+
+EXCHANGE_COPIES = {
+    "alltoall": lambda per_token, ep: per_token,
+    "allgather": lambda per_token, ep: ep,
+}
 
 
 def moe_layer_kernels_ms(moe_layers: int, spec: MoeServingSpec) -> float:
@@ -137,6 +151,7 @@ class MoeRooflineLatency:
             + ffn_reduces * ring_bytes * (tp - 1) / tp
         ) / link  # per token in the batch (attention groups work on their share at once)
         self.ep, self.hidden, self.link_gbps = spec.ep, model.hidden_size, gpu.link_gbps
+        self.copies = exchange_copies(spec, self.per_token)
         self.alltoall_us = alltoall_latency_us(spec, config)
 
     def weights_ms(self, tokens: Any, maximum: Callable = max) -> Any:
@@ -164,7 +179,7 @@ class MoeRooflineLatency:
             2
             * self.moe_layers
             * alltoall_ms(
-                tokens, self.per_token, self.hidden, self.ep, self.alltoall_us, self.link_gbps
+                tokens, self.copies, self.hidden, self.ep, self.alltoall_us, self.link_gbps
             )
         )
         fixed = self.fixed_ms + (self.comm_ms * tokens + self.seq_ms * decode_seqs)

@@ -44,6 +44,40 @@ def test_alltoall_by_hand() -> None:
     assert alltoall_ms(800, 8, 7168, 1, 30.2, 450.0) == 0.0  # no expert parallelism
 
 
+def test_an_allgather_moves_every_token_to_every_gpu() -> None:
+    # Llama 4 Scout, DEP4: one expert a token (k = 1), hidden 5,120. 400 tokens, 100 a GPU.
+    # All-to-all: 100 x 1 copy x 5,120 x 2 bytes x 3/4 remote = 768,000 bytes a GPU.
+    # AllGather: every GPU receives the other 300 tokens, 300 x 5,120 x 2 = 3,072,000 bytes:
+    # ep / k = 4 times as many (ReduceScatter returns as many)
+    from simsched.sim.cluster.moe_latency import exchange_copies
+
+    alltoall = MoeServingSpec(ep=4, attention_dp=4)
+    allgather = MoeServingSpec(ep=4, attention_dp=4, dispatch="allgather")
+    assert (exchange_copies(alltoall, 1), exchange_copies(allgather, 1)) == (1, 4)
+    latency = 0.0302
+    assert alltoall_ms(400, 1, 5120, 4, 30.2, 450.0) == pytest.approx(
+        latency + 768_000 / 450e6, rel=1e-12
+    )
+    assert alltoall_ms(400, 4, 5120, 4, 30.2, 450.0) == pytest.approx(
+        latency + 3_072_000 / 450e6, rel=1e-12
+    )
+    # with k = ep (DeepSeek-R1 and Qwen3-235B on DEP8) the two move the same bytes
+    assert exchange_copies(MoeServingSpec(ep=8, attention_dp=8, dispatch="allgather"), 8) == 8
+
+
+def test_a_dep_iteration_pays_the_allgathers_extra_bytes(tmp_path: Path) -> None:
+    # the whole iteration differs by exactly 2 exchanges x 48 MoE layers x the extra bytes
+    config = RooflineLatencyConfig(kind="roofline")
+    scout = ModelSpec(name="llama-4-scout", **presets.MODEL_PRESETS["llama-4-scout"])
+    gather = MoeServingSpec(ep=4, attention_dp=4, dispatch="allgather")
+    plain = MoeRooflineLatency(config, H200, scout, 4, MoeServingSpec(ep=4, attention_dp=4))
+    gathered = MoeRooflineLatency(config, H200, scout, 4, gather)
+    tokens = 400
+    extra = 2 * 48 * (3_072_000 - 768_000) / 450e6
+    difference = gathered.iteration_ms(tokens, 0, 0, 0, 0) - plain.iteration_ms(tokens, 0, 0, 0, 0)
+    assert difference == pytest.approx(extra, rel=1e-9)
+
+
 def test_a_dep8_decode_iteration_by_hand() -> None:
     config = RooflineLatencyConfig(kind="roofline")
     # at the roofline, with 25 us of fixed kernel time per MoE layer
@@ -187,6 +221,11 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (cluster("  moe_serving: {expert_memory_efficiency: 1.5}"), "expert_memory_efficiency"),
         (cluster("  moe_serving: {layer_us: -1}"), "cluster.moe_serving.layer_us"),
         (
+            cluster("  moe_serving: {ep: 8, dispatch: allgather}"),
+            "cluster.moe_serving.dispatch: allgather gathers the attention-DP ranks' tokens",
+        ),
+        (cluster("  moe_serving: {ep: 8, attention_dp: 8, dispatch: ring}"), "dispatch"),
+        (
             cluster("  moe_serving: {expert_efficiency: 0.7, expert_compute_efficiency: 0.9}"),
             "cluster.moe_serving.expert_efficiency: sets both shares",
         ),
@@ -214,6 +253,10 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (
             "  service_model: continuous_batching\n  moe_serving: {layer_us: 10}",
             "layer_us (10.0) applies to the routed experts",
+        ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {dispatch: allgather}",
+            "dispatch (allgather) applies to the routed experts",
         ),
     ],
 )
