@@ -14,8 +14,10 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
                   x the queries a sequence verifies, k + 1 under speculative decoding)
     reduces     = L * [attention group > 1] + (L - L_moe, or L with ep = 1) * [tp > 1]
                   all-reduces of 2 (g - 1)/g * hidden * 2 B per token over g GPUs
-    all-to-all  = 2 * L_moe * (alltoall_us + T/ep * c * hidden * 2 B * (ep - 1)/ep / link)
-                  (c: k copies a token for an all-to-all, ep for AllGather + ReduceScatter)
+    all-to-all  = L_moe * sum over dispatch and combine of
+                  (alltoall_us + T/ep * c * hidden * b * (ep - 1)/ep / link)
+                  (c: k copies a token for an all-to-all, ep for AllGather + ReduceScatter;
+                   b: 2 bytes, 1 for an FP8 model's gathered dispatch)
     kernels     = L_moe * layer_us                  the MoE layers' own kernels, every iteration
     cpu         = overhead_ms + per_seq_ms * D
 
@@ -56,14 +58,20 @@ def distinct_experts(experts: int, per_token: int, tokens: Any) -> Any:
 
 
 def alltoall_ms(
-    tokens: Any, copies: int, hidden: int, ep: int, latency_us: float, link_gbps: float
+    tokens: Any,
+    copies: int,
+    hidden: int,
+    ep: int,
+    latency_us: float,
+    link_gbps: float,
+    element_bytes: int = ACTIVATION_BYTES,
 ) -> Any:
     """One exchange (dispatch or combine) of an MoE layer: each of the ep GPUs sends its T/ep
-    tokens' hidden states, `copies` of each (`exchange_copies`), (ep - 1)/ep of them to other
-    GPUs, over its own link in parallel with the others."""
+    tokens' hidden states, `copies` of each (`exchange_copies`) at `element_bytes` an element,
+    (ep - 1)/ep of them to other GPUs, over its own link in parallel with the others."""
     if ep == 1:
         return 0.0 * tokens
-    per_gpu = tokens / ep * copies * hidden * ACTIVATION_BYTES * (ep - 1) / ep
+    per_gpu = tokens / ep * copies * hidden * element_bytes * (ep - 1) / ep
     return latency_us / 1000 + per_gpu / (link_gbps * 1e6)
 
 
@@ -78,6 +86,15 @@ EXCHANGE_COPIES = {
     "alltoall": lambda per_token, ep: per_token,
     "allgather": lambda per_token, ep: ep,
 }
+
+
+def dispatch_element_bytes(spec: MoeServingSpec, model: Any) -> int:
+    """Bytes an element of the dispatched hidden states takes: TensorRT-LLM's AllGather path
+    quantizes an FP8 model's activations before gathering them (its FP8 MoE runs on FP8
+    inputs), so they cross at 1 byte; the combine (ReduceScatter) returns BF16 sums. Everything
+    else moves BF16 both ways, as the dense all-reduce assumes (docs/moe.md, "Iteration cost")."""
+    gathers_fp8 = spec.dispatch == "allgather" and getattr(model, "weight_dtype", None) == "fp8"
+    return 1 if gathers_fp8 else ACTIVATION_BYTES
 
 
 def moe_layer_kernels_ms(moe_layers: int, spec: MoeServingSpec) -> float:
@@ -152,6 +169,7 @@ class MoeRooflineLatency:
         ) / link  # per token in the batch (attention groups work on their share at once)
         self.ep, self.hidden, self.link_gbps = spec.ep, model.hidden_size, gpu.link_gbps
         self.copies = exchange_copies(spec, self.per_token)
+        self.dispatch_bytes = dispatch_element_bytes(spec, model)
         self.alltoall_us = alltoall_latency_us(spec, config)
 
     def weights_ms(self, tokens: Any, maximum: Callable = max) -> Any:
@@ -175,12 +193,10 @@ class MoeRooflineLatency:
     ) -> Any:
         tokens = prefill_tokens + decode_seqs
         gemm = maximum(self.token_ms * tokens + self.head_ms * decode_seqs, self.weights_ms(tokens))
-        a2a = (
-            2
-            * self.moe_layers
-            * alltoall_ms(
-                tokens, self.copies, self.hidden, self.ep, self.alltoall_us, self.link_gbps
-            )
+        exchange = (tokens, self.copies, self.hidden, self.ep, self.alltoall_us, self.link_gbps)
+        # dispatch, then combine (the same bytes unless the dispatch is quantized)
+        a2a = self.moe_layers * (
+            alltoall_ms(*exchange, self.dispatch_bytes) + alltoall_ms(*exchange)
         )
         fixed = self.fixed_ms + (self.comm_ms * tokens + self.seq_ms * decode_seqs)
         return (

@@ -65,6 +65,22 @@ def test_an_allgather_moves_every_token_to_every_gpu() -> None:
     assert exchange_copies(MoeServingSpec(ep=8, attention_dp=8, dispatch="allgather"), 8) == 8
 
 
+def test_an_fp8_models_gather_crosses_at_one_byte_and_its_combine_at_two() -> None:
+    # Scout with FP8 weights, DEP4, 400 tokens: the AllGather moves 3,072,000 / 2 = 1,536,000
+    # bytes a GPU (FP8 activations), the ReduceScatter 3,072,000 (BF16 sums); an all-to-all
+    # moves 768,000 each way. Over 48 MoE layers the iteration differs by exactly that.
+    config = RooflineLatencyConfig(kind="roofline")
+    fp8 = {**presets.MODEL_PRESETS["llama-4-scout"], "weight_dtype": "fp8"}
+    scout = ModelSpec(name="llama-4-scout", **fp8)
+    gather = MoeServingSpec(ep=4, attention_dp=4, dispatch="allgather")
+    plain = MoeRooflineLatency(config, H200, scout, 4, MoeServingSpec(ep=4, attention_dp=4))
+    gathered = MoeRooflineLatency(config, H200, scout, 4, gather)
+    assert (plain.dispatch_bytes, gathered.dispatch_bytes) == (2, 1)
+    extra = 48 * ((1_536_000 - 768_000) + (3_072_000 - 768_000)) / 450e6
+    difference = gathered.iteration_ms(400, 0, 0, 0, 0) - plain.iteration_ms(400, 0, 0, 0, 0)
+    assert difference == pytest.approx(extra, rel=1e-9)
+
+
 def test_a_dep_iteration_pays_the_allgathers_extra_bytes(tmp_path: Path) -> None:
     # the whole iteration differs by exactly 2 exchanges x 48 MoE layers x the extra bytes
     config = RooflineLatencyConfig(kind="roofline")
