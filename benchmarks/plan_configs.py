@@ -25,24 +25,14 @@ REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios" / "fleet_planning.yaml"
 TENANTS = ("chat", "ide", "batch")
 CONFIGS = ["h100-80gb:2", "h100-80gb:4", "a100-80gb:3", "a100-80gb:6"]
-# what the digest covers: every per-request outcome the recorder keeps as a typed array
-RECORDED = (
-    "order",
-    "status_code",
-    "ttft_ms",
-    "queue_wait_ms",
-    "kv_occupancy_ratio",
-    "dispatch_ms",
-    "first_token_ms",
-    "finish_ms",
-    "preemptions",
-    "replica",
-)
 
 
 def outcome_digest(recorder) -> str:
+    # what the digest covers: every per-request outcome the recorder keeps as a typed array
+    from simsched.sim.recorder import OUTCOME_ARRAYS
+
     digest = hashlib.sha256()
-    for name in RECORDED:
+    for name in OUTCOME_ARRAYS:
         digest.update(name.encode())
         digest.update(getattr(recorder, name).tobytes())
     return digest.hexdigest()[:16]

@@ -25,6 +25,20 @@ SHED_REASONS = (SHED_KV_WATERMARK, SHED_QUEUE_WAIT, SHED_TOKEN_QUOTA)
 STATUS_OK = 200
 STATUS_SHED = 429
 NAN = math.nan
+# The per-request outcomes every run fills, each a typed array of the recorder (the prefix-cache
+# counts, filled only with caching, are left out): what an exact comparison of two runs reads
+OUTCOME_ARRAYS = (
+    "order",
+    "status_code",
+    "ttft_ms",
+    "queue_wait_ms",
+    "kv_occupancy_ratio",
+    "dispatch_ms",
+    "first_token_ms",
+    "finish_ms",
+    "preemptions",
+    "replica",
+)
 
 
 class Recorder:

@@ -23,20 +23,9 @@ import pytest
 from simsched.config.loading import validate
 from simsched.sim.cluster.replica import Replica
 from simsched.sim.engine import run_variant
+from simsched.sim.recorder import OUTCOME_ARRAYS
 from simsched.workload.build import build_workload
 
-RECORDED = (
-    "order",
-    "status_code",
-    "ttft_ms",
-    "queue_wait_ms",
-    "kv_occupancy_ratio",
-    "dispatch_ms",
-    "first_token_ms",
-    "finish_ms",
-    "preemptions",
-    "replica",
-)
 # the default router half the time: it reads every replica's running count and KV on its own
 ROUTERS = ("round_robin", "least_outstanding", "least_kv", "llm_d", "llm_d", "llm_d")
 LINEAR = {
@@ -92,7 +81,7 @@ def random_scenario(seed: int) -> Any:
 
 def figures(run: Any) -> tuple:
     """Everything a run reports that fast-forward could change."""
-    outcomes = tuple(getattr(run.recorder, name).tobytes() for name in RECORDED)
+    outcomes = tuple(getattr(run.recorder, name).tobytes() for name in OUTCOME_ARRAYS)
     return outcomes, run.kv_peak_ratio, tuple(run.utilisation)
 
 
