@@ -29,6 +29,7 @@ Everything works on NumPy arrays of contexts as well, so `decode_run` applies un
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from simsched.config import presets
@@ -75,26 +76,37 @@ def alltoall_ms(
     return latency_us / 1000 + per_gpu / (link_gbps * 1e6)
 
 
-def exchange_copies(spec: MoeServingSpec, per_token: int) -> int:
-    """How many copies of a token's hidden state an exchange moves: one per expert (k) for an
-    all-to-all; one per expert-parallel GPU (ep) for AllGather + ReduceScatter, which sends every
-    token to every GPU whatever its experts (docs/moe.md, "Iteration cost")."""
-    return EXCHANGE_COPIES[spec.dispatch](per_token, spec.ep)
+@dataclass(frozen=True)
+class Exchange:
+    """How one `dispatch` kind moves the MoE layers' tokens between the ep GPUs."""
+
+    gathers: bool  # every token to every GPU (AllGather + ReduceScatter), not to its experts'
+    quantizes_fp8: bool  # an FP8 model's activations cross the dispatch at 1 byte, not BF16's
+
+    def copies(self, per_token: int, ep: int) -> int:
+        """Copies of a token's hidden state an exchange moves: one per expert (k), or one per
+        expert-parallel GPU (ep) when every token goes to every GPU whatever its experts."""
+        return ep if self.gathers else per_token
+
+    def dispatch_bytes(self, model: Any) -> int:
+        """Bytes an element of the dispatched hidden states takes; the combine always returns
+        BF16, as the dense all-reduce assumes."""
+        fp8 = self.quantizes_fp8 and getattr(model, "weight_dtype", None) == "fp8"
+        return 1 if fp8 else ACTIVATION_BYTES
 
 
-EXCHANGE_COPIES = {
-    "alltoall": lambda per_token, ep: per_token,
-    "allgather": lambda per_token, ep: ep,
+# docs/moe.md, "Iteration cost": an all-to-all (DeepEP, pplx, NCCL) sends a token to its k
+# experts' GPUs, in BF16 here; TensorRT-LLM's AllGather path gathers every token on every GPU
+# and quantizes an FP8 model's activations before the gather (its FP8 MoE runs on FP8 inputs)
+EXCHANGES = {
+    "alltoall": Exchange(gathers=False, quantizes_fp8=False),
+    "allgather": Exchange(gathers=True, quantizes_fp8=True),
 }
 
 
-def dispatch_element_bytes(spec: MoeServingSpec, model: Any) -> int:
-    """Bytes an element of the dispatched hidden states takes: TensorRT-LLM's AllGather path
-    quantizes an FP8 model's activations before gathering them (its FP8 MoE runs on FP8
-    inputs), so they cross at 1 byte; the combine (ReduceScatter) returns BF16 sums. Everything
-    else moves BF16 both ways, as the dense all-reduce assumes (docs/moe.md, "Iteration cost")."""
-    gathers_fp8 = spec.dispatch == "allgather" and getattr(model, "weight_dtype", None) == "fp8"
-    return 1 if gathers_fp8 else ACTIVATION_BYTES
+def exchange_copies(spec: MoeServingSpec, per_token: int) -> int:
+    """How many copies of a token's hidden state `spec`'s exchange moves (`Exchange.copies`)."""
+    return EXCHANGES[spec.dispatch].copies(per_token, spec.ep)
 
 
 def moe_layer_kernels_ms(moe_layers: int, spec: MoeServingSpec) -> float:
@@ -168,8 +180,9 @@ class MoeRooflineLatency:
             + ffn_reduces * ring_bytes * (tp - 1) / tp
         ) / link  # per token in the batch (attention groups work on their share at once)
         self.ep, self.hidden, self.link_gbps = spec.ep, model.hidden_size, gpu.link_gbps
-        self.copies = exchange_copies(spec, self.per_token)
-        self.dispatch_bytes = dispatch_element_bytes(spec, model)
+        exchange = EXCHANGES[spec.dispatch]
+        self.copies = exchange.copies(self.per_token, spec.ep)
+        self.dispatch_bytes = exchange.dispatch_bytes(model)
         self.alltoall_us = alltoall_latency_us(spec, config)
 
     def weights_ms(self, tokens: Any, maximum: Callable = max) -> Any:
