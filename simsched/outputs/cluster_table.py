@@ -43,6 +43,8 @@ PD_FIDELITY_NOTE = (
     "pool saturates; no dense-model P/D run and no KV-transfer time have been checked "
     "(docs/fleets.md, Calibration)"
 )
+# what every run with a KV transfer says, on the console and in a folder's report alike
+PD_NOTES = (PD_TTFT_NOTE, PD_FIDELITY_NOTE)
 METRICS = (
     ("busy share", "busy_share", "{:.2f}"),
     ("token-budget share per iteration", "token_budget_share", "{:.2f}"),
@@ -142,8 +144,7 @@ def table_notes(result: SimulationResult) -> list[str]:
             "are over the time each replica was paid for"
         )
     if any("kv_transfer" in (result.utilisation.get(v) or {}) for v in result.variants):
-        notes.append(PD_TTFT_NOTE)
-        notes.append(PD_FIDELITY_NOTE)
+        notes += PD_NOTES
     for variant in result.variants:
         usage = result.utilisation.get(variant)
         if variant not in scaled and skewed(usage):

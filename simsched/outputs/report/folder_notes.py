@@ -22,8 +22,7 @@ import pandas as pd
 
 from simsched.outputs.cluster_table import (
     NO_BACKLOG,
-    PD_FIDELITY_NOTE,
-    PD_TTFT_NOTE,
+    PD_NOTES,
     admitted_only_note,
     skew_note,
 )
@@ -54,7 +53,7 @@ def folder_notes(
     scaled = [v for v in variants if _autoscaled((provisioned or {}).get(v))]
     notes = [f"{_who(variants, v)}{AUTOSCALED}" for v in scaled]
     if any("kv_transfer" in (usage.get(v) or {}) for v in variants):
-        notes += [PD_TTFT_NOTE, PD_FIDELITY_NOTE]
+        notes += PD_NOTES
     notes += [
         skew_note(_who(variants, v), usage[v])
         for v in variants
