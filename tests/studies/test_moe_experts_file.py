@@ -79,14 +79,17 @@ def test_the_area_medians_the_notes_state_are_what_calibrate_no_fit_computes() -
 
 
 MEASUREMENTS = ROOT.parent / "shared" / "data" / "measurements" / "moe_specdec_pd.md"
-HEADERS: dict[str, str] = {}  # row id -> its column header ("MX-T26 Qwen3-235B H200 TP8 (FP8)")
 GPUS = {"H200": "h200", "H100": "h100-80gb", "A100": "a100-80gb", "B200": "b200"}
 
 
-def table_cells(sections: tuple[str, ...]) -> dict[tuple[str, str], float]:
-    """{(row id, "ISL/OSL"): total output tok/s} of every cell of the given sections' tables."""
+def read_tables(
+    sections: tuple[str, ...],
+) -> tuple[dict[tuple[str, str], float], dict[str, str]]:
+    """The given sections' tables: {(row id, "ISL/OSL"): total output tok/s} of every cell, and
+    each row id's column header with the line naming its table ("MX-T26 Qwen3-235B H200 TP8
+    (FP8)"; "MX-T48 H200 (FP8) Mixtral 8x22B, TP8:")."""
     cells: dict[tuple[str, str], float] = {}
-    HEADERS.clear()
+    headers: dict[str, str] = {}
     section, header, title = None, None, ""
     for line in MEASUREMENTS.read_text().splitlines():
         if line.startswith("### "):
@@ -98,18 +101,18 @@ def table_cells(sections: tuple[str, ...]) -> dict[tuple[str, str], float]:
         row = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if row[0] == "ISL/OSL":
             header = [cell.split()[0] for cell in row[1:]]
-            HEADERS.update({cell.split()[0]: f"{cell} {title}" for cell in row[1:]})
+            headers.update({cell.split()[0]: f"{cell} {title}" for cell in row[1:]})
         elif header and not set(row[0]) <= set("-"):
             for row_id, cell in zip(header, row[1:], strict=True):
                 if cell not in ("—", ""):
                     cells[(row_id, row[0])] = float(cell.replace(",", ""))
-    return cells
+    return cells, headers
 
 
 @pytest.mark.skipif(not MEASUREMENTS.exists(), reason="needs ../shared/data/measurements")
 def test_every_cell_of_the_tensorrt_llm_moe_tables_is_a_case_with_its_figure() -> None:
     # not a chosen few: every configuration and length pair of sections 1b and 1c
-    cells = table_cells(("1b", "1c"))
+    cells, headers = read_tables(("1b", "1c"))
     assert len(cells) == 122
     cases = {}
     for case in load("published.yaml")["cases"]:
@@ -120,7 +123,7 @@ def test_every_cell_of_the_tensorrt_llm_moe_tables_is_a_case_with_its_figure() -
             cases[(found.group(2), lengths)] = case["measured"]
             # the column's GPU and parallel size, and the no-evict batch cap (the cache's
             # tokens over ISL + OSL, at most 2,048) for the replica as the case states it
-            header = HEADERS[found.group(2)]
+            header = headers[found.group(2)]
             gpu = GPUS[re.search(r"\b(H200|H100|A100|B200)\b", header).group(1)]
             size = int(re.search(r"(?:TP|DEP)(\d+)", header).group(1))
             assert (sets["cluster.gpu"], int(sets["cluster.tp"])) == (gpu, size), case["name"]
