@@ -23,7 +23,7 @@ Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 # Fitted together by `simsched calibrate` on 14 TensorRT-LLM MoE throughput cases and the 6
 # DeepSeek-R1 MTP-depth cases (docs/moe.md, "Calibration"; every cell of the same tables is now a
-# case, on which they are off by 16.0%, median): the grouped GEMMs' two shares of the roofline,
+# case, on which they are off by 15.1%, median): the grouped GEMMs' two shares of the roofline,
 # and the fixed kernel time of one MoE layer beyond a dense FFN's, µs per iteration ("Per-layer
 # kernel time")
 EXPERT_COMPUTE_EFFICIENCY = 0.611
@@ -47,6 +47,13 @@ class MoeServingSpec(BaseModel):
     # TensorRT-LLM's PyTorch MoE does on a node without multi-node NVLink
     # (tensorrt_llm/_torch/modules/fused_moe: `enable_alltoall` only with MNNVL or DeepEP)
     dispatch: Literal["alltoall", "allgather"] = "alltoall"
+    # how the MoE layer puts its tokens into expert order around the grouped GEMMs (docs/moe.md,
+    # "Token copies in HBM"): `kernel` copies each token's hidden state for each of its experts
+    # in a kernel of its own before the first GEMM and sums the copies after the second
+    # (TensorRT-LLM's CUTLASS MoE: expandInputRowsKernel, finalizeMoeRoutingKernel; the engine of
+    # every MoE calibration case); `fused` gathers the rows inside the first GEMM and sums only
+    # (vLLM's and SGLang's Triton fused_moe: moe_sum). Unset: the engine's (`permute_of`)
+    permute: Literal["kernel", "fused"] | None = None
     # the fixed time of an MoE layer's own kernels (router GEMM, top-k, permute, the grouped
     # GEMMs' launch and tail, unpermute, the shared expert) beside a dense FFN's, paid every
     # iteration whatever its tokens (docs/moe.md, "Per-layer kernel time")
@@ -98,6 +105,19 @@ def alltoall_latency_us(spec: MoeServingSpec, roofline: Any) -> float:
     return roofline.allreduce_us
 
 
+# the engines whose MoE layers run the Triton fused_moe kernels (vllm/model_executor/layers/
+# fused_moe/fused_moe.py; SGLang's copy of it): the rows are gathered inside the first GEMM
+FUSED_PERMUTE_ENGINES = ("vllm", "vllm-0.6", "sglang")
+
+
+def permute_of(spec: MoeServingSpec, engine: Any) -> str:
+    """The `permute` a replica runs: as written, else its engine's (`fused` for vLLM and SGLang),
+    else `kernel`, TensorRT-LLM's, the engine every MoE calibration case ran."""
+    if spec.permute is not None:
+        return spec.permute
+    return "fused" if getattr(engine, "name", None) in FUSED_PERMUTE_ENGINES else "kernel"
+
+
 def check_layout(spec: MoeServingSpec, tp: int, model: Any) -> None:
     """ep and attention_dp must divide the replica's GPUs; ep > 1 needs experts to split."""
     for name in ("ep", "attention_dp"):
@@ -127,6 +147,7 @@ EXPERT_SETTINGS = (
     "imbalance",
     "alltoall_us",
     "dispatch",
+    "permute",
     "expert_compute_efficiency",
     "expert_memory_efficiency",
     "expert_efficiency",

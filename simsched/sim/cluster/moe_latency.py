@@ -19,6 +19,11 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
                   (c: k copies a token for an all-to-all, ep for AllGather + ReduceScatter;
                    b: 2 bytes, 1 for an FP8 model's gathered dispatch)
     kernels     = L_moe * layer_us                  the MoE layers' own kernels, every iteration
+    copies      = L_moe * hidden * (expand + sum) per token / (one GPU's HBM x memory share)
+                  expand = b_in * seen + b_gemm * local  (permute: kernel; 0 when fused)
+                  sum    = 2 B * (local + seen)
+                  (local = k/ep copies a GPU; seen = 1 a token with ep = 1 or a gathering
+                   exchange, else k/ep: the token copies a GPU writes and reads in HBM)
     cpu         = overhead_ms + per_seq_ms * D
 
 replicated: the attention weights each attention-DP group beyond the first reads (its own copy).
@@ -33,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simsched.config import presets
-from simsched.config.model_presets import DTYPE_BYTES, dtype_bytes
+from simsched.config.model_presets import DTYPE_BYTES, compute_dtype, dtype_bytes
 from simsched.config.moe import attention_of, expert_params
 from simsched.config.moe_serving import (
     NO_EXPERT_PARALLELISM,
@@ -104,6 +109,36 @@ EXCHANGES = {
 }
 
 
+@dataclass(frozen=True)
+class Permute:
+    """How an MoE layer puts its tokens into expert order around the grouped GEMMs."""
+
+    expands: bool  # a kernel of its own writes each token's k copies before the first GEMM
+
+    def bytes_per_token(
+        self, per_token: int, ep: int, gathers: bool, hidden: int, in_bytes: float,
+        gemm_bytes: float,
+    ) -> float:  # fmt: skip
+        """HBM bytes one GPU moves outside the GEMMs for one token of the iteration in one MoE
+        layer (docs/moe.md, "Token copies in HBM"). The GPU holds k/ep of the token's copies
+        (`local`); it sees the token itself (`seen`) once when every GPU has every token
+        (expert TP, or an AllGather exchange), else only as the k/ep copies an all-to-all
+        delivered. The expand reads what it sees (at `in_bytes`) and writes the local copies
+        in the GEMM's input precision (`gemm_bytes`); the sum reads the second GEMM's BF16
+        outputs and writes one BF16 row per token seen."""
+        local = per_token / ep
+        seen = 1.0 if ep == 1 or gathers else local
+        expand = in_bytes * seen + gemm_bytes * local if self.expands else 0.0
+        total = ACTIVATION_BYTES * (local + seen)
+        return hidden * (expand + total)
+
+
+# docs/moe.md, "Token copies in HBM": TensorRT-LLM's CUTLASS MoE runs expandInputRowsKernel and
+# finalizeMoeRoutingKernel around its grouped GEMMs; vLLM's and SGLang's Triton fused_moe read
+# the rows through sorted token ids inside the first GEMM and sum the copies (moe_sum)
+PERMUTES = {"kernel": Permute(expands=True), "fused": Permute(expands=False)}
+
+
 def exchange_copies(spec: MoeServingSpec, per_token: int) -> int:
     """How many copies of a token's hidden state `spec`'s exchange moves (`Exchange.copies`)."""
     return EXCHANGES[spec.dispatch].copies(per_token, spec.ep)
@@ -123,7 +158,7 @@ class MoeRooflineLatency:
 
     def __init__(
         self, config: Any, gpu: Any, model: Any, tp: int, serving: MoeServingSpec | None,
-        scale: float = 1.0, queries: int = 1,
+        scale: float = 1.0, queries: int = 1, permute: str = "kernel",
     ) -> None:  # fmt: skip
         dense = RooflineLatency(config, gpu, model, tp, scale)  # the shared coefficients
         spec = serving or NO_EXPERT_PARALLELISM
@@ -184,6 +219,14 @@ class MoeRooflineLatency:
         self.copies = exchange.copies(self.per_token, spec.ep)
         self.dispatch_bytes = exchange.dispatch_bytes(model)
         self.alltoall_us = alltoall_latency_us(spec, config)
+        # the token copies each GPU writes and reads around its grouped GEMMs, at the dense
+        # roofline's memory share (streaming copies, as its weight reads), per iteration token
+        in_bytes = self.dispatch_bytes if exchange.gathers else ACTIVATION_BYTES
+        copy_bytes = PERMUTES[permute].bytes_per_token(
+            self.per_token, spec.ep, exchange.gathers, model.hidden_size, in_bytes,
+            DTYPE_BYTES[compute_dtype(model)],
+        )  # fmt: skip
+        self.copies_ms = self.moe_layers * copy_bytes * tp / bytes_per_ms
 
     def weights_ms(self, tokens: Any, maximum: Callable = max) -> Any:
         distinct = distinct_experts(self.experts, self.per_token, tokens)
@@ -211,7 +254,8 @@ class MoeRooflineLatency:
         a2a = self.moe_layers * (
             alltoall_ms(*exchange, self.dispatch_bytes) + alltoall_ms(*exchange)
         )
-        fixed = self.fixed_ms + (self.comm_ms * tokens + self.seq_ms * decode_seqs)
+        per_token = self.comm_ms + self.copies_ms
+        fixed = self.fixed_ms + (per_token * tokens + self.seq_ms * decode_seqs)
         return (
             gemm
             + self.pair_ms * prefill_pairs

@@ -76,7 +76,13 @@ def test_an_fp8_models_gather_crosses_at_one_byte_and_its_combine_at_two() -> No
     plain = MoeRooflineLatency(config, H200, scout, 4, MoeServingSpec(ep=4, attention_dp=4))
     gathered = MoeRooflineLatency(config, H200, scout, 4, gather)
     assert (plain.dispatch_bytes, gathered.dispatch_bytes) == (2, 1)
-    extra = 48 * ((1_536_000 - 768_000) + (3_072_000 - 768_000)) / 450e6
+    exchanged = 48 * ((1_536_000 - 768_000) + (3_072_000 - 768_000)) / 450e6
+    # and the token copies in HBM (docs/moe.md, "Token copies in HBM"), a GPU's bytes: the
+    # all-to-all delivers 100 copies, expanded from BF16 to FP8 and summed back,
+    # 5,120 x (2 x 100 + 1 x 100) + 5,120 x 2 x (100 + 100) = 3,584,000; the gather puts all
+    # 400 FP8 tokens on every GPU, 5,120 x (1 x 400 + 1 x 100) + 5,120 x 2 x (100 + 400) = 7,680,000
+    copied = 48 * (7_680_000 - 3_584_000) / (4800e6 * presets.H200_MEMORY)
+    extra = exchanged + copied
     difference = gathered.iteration_ms(400, 0, 0, 0, 0) - plain.iteration_ms(400, 0, 0, 0, 0)
     assert difference == pytest.approx(extra, rel=1e-9)
 
@@ -89,7 +95,12 @@ def test_a_dep_iteration_pays_the_allgathers_extra_bytes(tmp_path: Path) -> None
     plain = MoeRooflineLatency(config, H200, scout, 4, MoeServingSpec(ep=4, attention_dp=4))
     gathered = MoeRooflineLatency(config, H200, scout, 4, gather)
     tokens = 400
-    extra = 2 * 48 * (3_072_000 - 768_000) / 450e6
+    exchanged = 2 * 48 * (3_072_000 - 768_000) / 450e6
+    # token copies in BF16: 5,120 x (2 x 100 + 2 x 100) + 5,120 x 2 x (100 + 100) = 4,096,000
+    # bytes a GPU after an all-to-all, 5,120 x (2 x 400 + 2 x 100) + 5,120 x 2 x (100 + 400) =
+    # 10,240,000 after a gather
+    copied = 48 * (10_240_000 - 4_096_000) / (4800e6 * presets.H200_MEMORY)
+    extra = exchanged + copied
     difference = gathered.iteration_ms(tokens, 0, 0, 0, 0) - plain.iteration_ms(tokens, 0, 0, 0, 0)
     assert difference == pytest.approx(extra, rel=1e-9)
 
@@ -115,10 +126,69 @@ def test_a_dep8_decode_iteration_by_hand() -> None:
     a2a = 2 * 58 * (30.2 / 1000 + seqs / 8 * 8 * 7168 * 2 * 7 / 8 / 450e6)
     cpu = 0.938 + 0.0968 * seqs
     kernels = 58 * 25.0 / 1000  # each of the 58 MoE layers' fixed kernel time
+    # token copies: each GPU gets 64 x 8 / 8 = 64 copies from the all-to-all, expands them from
+    # BF16 to FP8 and sums them back: 7,168 x (2 + 1) + 7,168 x 2 x (1 + 1) = 50,176 bytes a
+    # token and MoE layer, at one GPU's HBM rate
+    copies = 58 * seqs * 50_176 / (4800e6 * presets.H200_MEMORY)
     compute = latency.token_ms * seqs + latency.head_ms * seqs
     assert compute < weights  # 64 decodes are weight-bound
-    expected = weights + reduces + a2a + cpu + kernels
+    expected = weights + reduces + a2a + cpu + kernels + copies
     assert latency.iteration_ms(0, 0, 0, seqs, 0) == pytest.approx(expected, rel=1e-12)
+
+
+def test_token_copies_by_hand() -> None:
+    # Mixtral 8x7B in FP8 on TP 8 (experts split by tensor parallelism, ep = 1): every GPU holds
+    # every token (seen = 1) and a slice of both of its experts (local = k = 2). The expand
+    # reads the BF16 row and writes 2 FP8 copies, 4,096 x (2 x 1 + 1 x 2) = 16,384 bytes; the
+    # sum reads 2 BF16 outputs and writes one, 4,096 x 2 x (2 + 1) = 24,576
+    from simsched.sim.cluster.moe_latency import PERMUTES
+
+    kernel, fused = PERMUTES["kernel"], PERMUTES["fused"]
+    assert kernel.bytes_per_token(2, 1, False, 4096, 2, 1) == 16_384 + 24_576
+    assert fused.bytes_per_token(2, 1, False, 4096, 2, 1) == 24_576  # the GEMM gathers its rows
+    # DEP8 with an all-to-all, k = 8: one copy a GPU arrives; it is all the GPU sees
+    assert kernel.bytes_per_token(8, 8, False, 4096, 2, 1) == 4096 * (2 + 1) + 4096 * 2 * 2
+    # the same with a gather: every token on every GPU, at the gathered FP8 width
+    assert kernel.bytes_per_token(8, 8, True, 4096, 1, 1) == 4096 * (1 + 1) + 4096 * 2 * 2
+    # a whole iteration of 1,000 tokens: 32 MoE layers x the expand's 16,384 bytes a token
+    # more with the kernel than fused, at one H200's HBM rate
+    fp8 = {**presets.MODEL_PRESETS["mixtral-8x7b"], "weight_dtype": "fp8"}
+    mixtral = ModelSpec(name="mixtral-8x7b", **fp8)
+    config = RooflineLatencyConfig(kind="roofline")
+    spec = MoeServingSpec()
+    own = MoeRooflineLatency(config, H200, mixtral, 8, spec, permute="kernel")
+    gathered = MoeRooflineLatency(config, H200, mixtral, 8, spec, permute="fused")
+    difference = own.iteration_ms(1000, 0, 0, 0, 0) - gathered.iteration_ms(1000, 0, 0, 0, 0)
+    assert difference == pytest.approx(
+        32 * 1000 * 16_384 / (4800e6 * presets.H200_MEMORY), rel=1e-9
+    )
+
+
+def test_the_engine_chooses_the_permute_unless_written() -> None:
+    from simsched.config.engines import EngineSpec
+    from simsched.config.moe_serving import permute_of
+
+    unset = MoeServingSpec()
+    assert permute_of(unset, None) == "kernel"  # the calibration's TensorRT-LLM
+    assert permute_of(unset, EngineSpec(name="trtllm")) == "kernel"
+    for name in ("vllm", "vllm-0.6", "sglang"):
+        assert permute_of(unset, EngineSpec(name=name)) == "fused"
+    assert permute_of(MoeServingSpec(permute="kernel"), EngineSpec(name="vllm")) == "kernel"
+
+
+def test_a_scenarios_engine_reaches_the_replicas_token_copies(tmp_path: Path) -> None:
+    # DeepSeek-R1 on attention TP8 (ep = 1): every GPU sees each token and holds its 8 copies.
+    # The expand is 7,168 x (2 + 1 x 8) bytes a token and layer, the sum 7,168 x 2 x (8 + 1):
+    # `engine: vllm` drops the first, and `permute: kernel` written beside it brings it back
+    def copies_ms(extra: str) -> float:
+        path = write_scenario(tmp_path, cluster(extra), ONE_REQUEST)
+        return build_latency(load_scenario(path).cluster).copies_ms
+
+    expand, total = 7168 * (2 + 8), 7168 * 2 * 9
+    plain = copies_ms("")
+    assert copies_ms("  engine: vllm\n") == pytest.approx(plain * total / (expand + total))
+    assert copies_ms("  engine: vllm\n  moe_serving: {permute: kernel}\n") == plain
+    assert plain == pytest.approx(58 * (expand + total) / (4800e6 * presets.H200_MEMORY))
 
 
 def test_the_moe_layers_kernel_time_is_fixed_per_iteration() -> None:
@@ -274,6 +344,15 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
             "  service_model: continuous_batching\n  moe_serving: {dispatch: allgather}",
             "dispatch (allgather) applies to the routed experts",
         ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {permute: fused}",
+            "permute (fused) applies to the routed experts",
+        ),
+        (
+            "  service_model: continuous_batching\n  gpu: h200\n  tp: 8\n  model: deepseek-r1\n"
+            "  moe_serving: {permute: gather}",
+            "cluster.moe_serving.permute: Input should be 'kernel' or 'fused'",
+        ),
     ],
 )
 def test_bad_layouts_exit_2_naming_the_field(
@@ -342,7 +421,9 @@ def test_a_compute_bound_prefill_chunk_pays_the_compute_share_only() -> None:
     reduces = 3 * (30.2 / 1000 + tokens * 2 * 7168 * 2 * 7 / 8 / 450e6)
     kv = latency.kv_ms * tokens  # the chunk writes its own latents
     kernels = 58 * 20.0 / 1000
-    expected = compute + a2a + reduces + kv + kernels
+    # the token copies, as in the decode iteration: 50,176 bytes a token and MoE layer a GPU
+    copies = 58 * tokens * 50_176 / (4800e6 * presets.H200_MEMORY)
+    expected = compute + a2a + reduces + kv + kernels + copies
     assert latency.iteration_ms(tokens, 0, 0, 0, 0) == pytest.approx(expected, rel=1e-12)
 
 
