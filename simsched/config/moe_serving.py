@@ -45,8 +45,9 @@ class MoeServingSpec(BaseModel):
     # `alltoall` sends each token to the ranks of its k experts (DeepEP, pplx, NCCL all-to-all);
     # `allgather` sends every token to every rank and reduce-scatters the outputs back, as
     # TensorRT-LLM's PyTorch MoE does on a node without multi-node NVLink
-    # (tensorrt_llm/_torch/modules/fused_moe: `enable_alltoall` only with MNNVL or DeepEP)
-    dispatch: Literal["alltoall", "allgather"] = "alltoall"
+    # (tensorrt_llm/_torch/modules/fused_moe: `enable_alltoall` only with MNNVL or DeepEP).
+    # Unset: the engine's (`dispatch_of`)
+    dispatch: Literal["alltoall", "allgather"] | None = None
     # how the MoE layer puts its tokens into expert order around the grouped GEMMs (docs/moe.md,
     # "Token copies in HBM"): `kernel` copies each token's hidden state for each of its experts
     # in a kernel of its own before the first GEMM and sums the copies after the second
@@ -108,6 +109,22 @@ def alltoall_latency_us(spec: MoeServingSpec, roofline: Any) -> float:
 # the engines whose MoE layers run the Triton fused_moe kernels (vllm/model_executor/layers/
 # fused_moe/fused_moe.py; SGLang's copy of it): the rows are gathered inside the first GEMM
 FUSED_PERMUTE_ENGINES = ("vllm", "vllm-0.6", "sglang")
+
+
+def dispatch_of(spec: MoeServingSpec, engine: Any) -> str:
+    """The `dispatch` a replica runs: as written, else `allgather` for TensorRT-LLM under
+    attention DP with expert parallelism (no GPU preset has multi-node NVLink, the one case its
+    PyTorch MoE runs an all-to-all by default), else `alltoall`, as before engines chose it."""
+    if spec.dispatch is not None:
+        return spec.dispatch
+    gathers = getattr(engine, "name", None) == "trtllm" and spec.ep > 1 and spec.attention_dp > 1
+    return "allgather" if gathers else "alltoall"
+
+
+def with_engine_choices(spec: MoeServingSpec, engine: Any) -> MoeServingSpec:
+    """`spec` with the settings an engine chooses where they are left unset filled in."""
+    choices = {"dispatch": dispatch_of(spec, engine), "permute": permute_of(spec, engine)}
+    return spec.model_copy(update=choices)
 
 
 def permute_of(spec: MoeServingSpec, engine: Any) -> str:

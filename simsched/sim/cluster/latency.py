@@ -151,16 +151,14 @@ def build_latency(config: Any) -> Latency:
     if latency.kind == "linear":
         model: Any = LinearLatency(latency)
     elif getattr(config.model, "moe", None) is not None:
-        from simsched.config.moe_serving import NO_EXPERT_PARALLELISM, permute_of
         from simsched.sim.cluster.moe_latency import MoeRooflineLatency  # it builds on this one
 
         serving = getattr(config, "moe_serving", None)
         args = (config.gpu, config.model, config.tp, serving, config.efficiency_scale)
         # a decoding sequence's queries against its context: the tokens a step verifies
         queries = 1 if spec is None else spec.tokens + 1
-        engine = getattr(config, "engine", None)
-        permute = permute_of(serving or NO_EXPERT_PARALLELISM, engine)
-        model = MoeRooflineLatency(latency, *args, queries=queries, permute=permute)
+        engine = getattr(config, "engine", None)  # it chooses the exchange and the permute
+        model = MoeRooflineLatency(latency, *args, queries=queries, engine=engine)
     else:
         args = (config.gpu, config.model, config.tp, config.efficiency_scale)
         model = RooflineLatency(latency, *args)

@@ -44,8 +44,10 @@ from simsched.config.moe_serving import (
     NO_EXPERT_PARALLELISM,
     MoeServingSpec,
     alltoall_latency_us,
+    dispatch_of,
     kv_copies,
     replicated_attention_bytes,
+    with_engine_choices,
 )
 from simsched.config.moe_shapes import (
     active_params,
@@ -141,7 +143,7 @@ PERMUTES = {"kernel": Permute(expands=True), "fused": Permute(expands=False)}
 
 def exchange_copies(spec: MoeServingSpec, per_token: int) -> int:
     """How many copies of a token's hidden state `spec`'s exchange moves (`Exchange.copies`)."""
-    return EXCHANGES[spec.dispatch].copies(per_token, spec.ep)
+    return EXCHANGES[dispatch_of(spec, None)].copies(per_token, spec.ep)
 
 
 def moe_layer_kernels_ms(moe_layers: int, spec: MoeServingSpec) -> float:
@@ -158,10 +160,11 @@ class MoeRooflineLatency:
 
     def __init__(
         self, config: Any, gpu: Any, model: Any, tp: int, serving: MoeServingSpec | None,
-        scale: float = 1.0, queries: int = 1, permute: str = "kernel",
+        scale: float = 1.0, queries: int = 1, engine: Any = None,
     ) -> None:  # fmt: skip
         dense = RooflineLatency(config, gpu, model, tp, scale)  # the shared coefficients
-        spec = serving or NO_EXPERT_PARALLELISM
+        # the exchange and the permute as written, else as the engine runs them
+        spec = with_engine_choices(serving or NO_EXPERT_PARALLELISM, engine)
         moe = model.moe
         self.experts, self.per_token = moe.experts, moe.experts_per_token
         self.moe_layers = moe.moe_layers(model.layers)
@@ -222,7 +225,7 @@ class MoeRooflineLatency:
         # the token copies each GPU writes and reads around its grouped GEMMs, at the dense
         # roofline's memory share (streaming copies, as its weight reads), per iteration token
         in_bytes = self.dispatch_bytes if exchange.gathers else ACTIVATION_BYTES
-        copy_bytes = PERMUTES[permute].bytes_per_token(
+        copy_bytes = PERMUTES[spec.permute].bytes_per_token(
             self.per_token, spec.ep, exchange.gathers, model.hidden_size, in_bytes,
             DTYPE_BYTES[compute_dtype(model)],
         )  # fmt: skip

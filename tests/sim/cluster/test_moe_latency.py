@@ -155,9 +155,8 @@ def test_token_copies_by_hand() -> None:
     fp8 = {**presets.MODEL_PRESETS["mixtral-8x7b"], "weight_dtype": "fp8"}
     mixtral = ModelSpec(name="mixtral-8x7b", **fp8)
     config = RooflineLatencyConfig(kind="roofline")
-    spec = MoeServingSpec()
-    own = MoeRooflineLatency(config, H200, mixtral, 8, spec, permute="kernel")
-    gathered = MoeRooflineLatency(config, H200, mixtral, 8, spec, permute="fused")
+    own = MoeRooflineLatency(config, H200, mixtral, 8, MoeServingSpec(permute="kernel"))
+    gathered = MoeRooflineLatency(config, H200, mixtral, 8, MoeServingSpec(permute="fused"))
     difference = own.iteration_ms(1000, 0, 0, 0, 0) - gathered.iteration_ms(1000, 0, 0, 0, 0)
     assert difference == pytest.approx(
         32 * 1000 * 16_384 / (4800e6 * presets.H200_MEMORY), rel=1e-9
@@ -174,6 +173,29 @@ def test_the_engine_chooses_the_permute_unless_written() -> None:
     for name in ("vllm", "vllm-0.6", "sglang"):
         assert permute_of(unset, EngineSpec(name=name)) == "fused"
     assert permute_of(MoeServingSpec(permute="kernel"), EngineSpec(name="vllm")) == "kernel"
+
+
+def test_tensorrt_llm_gathers_under_attention_dp_unless_told() -> None:
+    from simsched.config.engines import EngineSpec
+    from simsched.config.moe_serving import dispatch_of
+
+    trtllm, vllm = EngineSpec(name="trtllm"), EngineSpec(name="vllm")
+    dep = MoeServingSpec(ep=8, attention_dp=8)
+    assert dispatch_of(dep, trtllm) == "allgather"
+    assert dispatch_of(dep, None) == dispatch_of(dep, vllm) == "alltoall"
+    # no attention DP, or no expert parallelism: nothing to gather
+    assert dispatch_of(MoeServingSpec(ep=8), trtllm) == "alltoall"
+    assert dispatch_of(MoeServingSpec(attention_dp=8), trtllm) == "alltoall"
+    written = MoeServingSpec(ep=8, attention_dp=8, dispatch="alltoall")
+    assert dispatch_of(written, trtllm) == "alltoall"
+    # the whole replica: Scout DEP4 under `engine: trtllm` costs what `dispatch: allgather` does
+    config = RooflineLatencyConfig(kind="roofline")
+    scout = ModelSpec(name="llama-4-scout", **presets.MODEL_PRESETS["llama-4-scout"])
+    gather = MoeServingSpec(ep=4, attention_dp=4, dispatch="allgather")
+    told = MoeRooflineLatency(config, H200, scout, 4, gather)
+    plain = MoeServingSpec(ep=4, attention_dp=4)
+    chosen = MoeRooflineLatency(config, H200, scout, 4, plain, engine=trtllm)
+    assert chosen.iteration_ms(400, 0, 0, 10, 5000) == told.iteration_ms(400, 0, 0, 10, 5000)
 
 
 def test_a_scenarios_engine_reaches_the_replicas_token_copies(tmp_path: Path) -> None:
