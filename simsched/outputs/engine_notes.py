@@ -32,7 +32,7 @@ def engine_notes(resolved: dict[str, Any], variants: list[str]) -> list[str]:
 def _named(label: str, engine: str) -> str:
     """A variant and its engine; a label that already says the engine (a plan's combination
     `cluster.engine=sglang`, a variant named `sglang`) alone."""
-    return label if label == engine or label.endswith(f"={engine}") else f"{label} {engine}"
+    return label if label == engine or label.endswith(f"={engine}") else f"{label}: {engine}"
 
 
 def engine_of(cluster: Any) -> str:

@@ -4,11 +4,12 @@ model's figures are from the published runs it was checked against (docs/moe.md,
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 # Median absolute errors of `simsched calibrate --no-fit` on the MoE and speculative cases of
 # calibration/published.yaml with the shipped defaults (docs/continuous_batching.md, Fidelity)
-MOE_MEDIAN_SHARE = 0.151
+MOE_MEDIAN_SHARE = 0.146
 SPEC_MEDIAN_SHARE = 0.018
 MOE_MEDIAN_ERROR = f"{MOE_MEDIAN_SHARE:.1%}"
 # Judged only (calibration/inferencemax_gpt_oss.yaml, `--no-fit`): vLLM 0.13 serving gpt-oss-120b
@@ -28,19 +29,103 @@ VLLM_GPT_OSS_NOTE = (
     "(docs/moe.md, Judged)"
 )
 SPEC_MEDIAN_ERROR = f"{SPEC_MEDIAN_SHARE:.1%}"
+# the engines whose runs the vLLM gpt-oss-120b figures speak for (a run naming none is vLLM-like)
+VLLM_ENGINES = (None, "vllm", "vllm-0.6")
+
+
+@dataclass(frozen=True)
+class CheckedConfiguration:
+    """One model, precision, GPU count and layout among the MoE calibration cases, and how far
+    simsched's output throughput was from the published on its figures (signed shares)."""
+
+    label: str
+    figures: int
+    median: float  # of the absolute errors
+    low: float
+    high: float
+
+
+# (model, weight dtype, GPU, tp, ep, attention_dp) of each configuration of the TensorRT-LLM MoE
+# cases (calibration/published.yaml; docs/moe.md, "Calibration", the table by configuration),
+# as `simsched calibrate calibration/moe_experts.yaml --no-fit` computes them; the slow-tier
+# test tests/studies/test_moe_experts_file.py recomputes every one
+CHECKED_CONFIGURATIONS = {
+    ("qwen3-235b-a22b", "fp4", "b200", 8, 8, 8): CheckedConfiguration(
+        "Qwen3-235B-A22B FP4 on 8 B200s, DEP8", 10, 0.213, -0.126, 0.354),
+    ("qwen3-235b-a22b", "fp8", "h200", 8, 8, 8): CheckedConfiguration(
+        "Qwen3-235B-A22B FP8 on 8 H200s, DEP8", 10, 0.309, -0.086, 0.829),
+    ("qwen3-30b-a3b", "fp4", "b200", 1, 1, 1): CheckedConfiguration(
+        "Qwen3-30B-A3B FP4 on one B200", 10, 0.189, -0.267, 1.395),
+    ("llama-4-maverick", "fp8", "h200", 8, 8, 8): CheckedConfiguration(
+        "Llama 4 Maverick FP8 on 8 H200s, DEP8", 10, 0.105, -0.273, 0.342),
+    ("llama-4-scout", "fp8", "h200", 4, 4, 4): CheckedConfiguration(
+        "Llama 4 Scout FP8 on 4 H200s, DEP4", 10, 0.175, 0.090, 0.514),
+    ("mixtral-8x7b", "fp8", "h200", 1, 1, 1): CheckedConfiguration(
+        "Mixtral 8x7B FP8 on one H200", 9, 0.232, -0.360, -0.096),
+    ("mixtral-8x7b", "fp8", "h200", 2, 1, 1): CheckedConfiguration(
+        "Mixtral 8x7B FP8 on 2 H200s, TP2", 9, 0.155, -0.294, -0.029),
+    ("mixtral-8x7b", "fp8", "h100-80gb", 2, 1, 1): CheckedConfiguration(
+        "Mixtral 8x7B FP8 on 2 H100s, TP2", 9, 0.199, -0.302, -0.024),
+    ("mixtral-8x7b", "fp8", "h200", 4, 1, 1): CheckedConfiguration(
+        "Mixtral 8x7B FP8 on 4 H200s, TP4", 9, 0.118, -0.227, -0.000),
+    ("mixtral-8x7b", None, "a100-80gb", 4, 1, 1): CheckedConfiguration(
+        "Mixtral 8x7B FP16 on 4 A100s, TP4", 9, 0.151, -0.236, -0.017),
+    ("mixtral-8x7b", "fp8", "h200", 8, 1, 1): CheckedConfiguration(
+        "Mixtral 8x7B FP8 on 8 H200s, TP8", 9, 0.092, -0.092, 0.203),
+    ("mixtral-8x7b", "fp8", "h100-80gb", 8, 1, 1): CheckedConfiguration(
+        "Mixtral 8x7B FP8 on 8 H100s, TP8", 9, 0.093, -0.049, 0.211),
+    ("mixtral-8x22b", "fp8", "h200", 8, 1, 1): CheckedConfiguration(
+        "Mixtral 8x22B FP8 on 8 H200s, TP8", 9, 0.083, -0.158, 0.085),
+    ("deepseek-r1", "fp8", "h200", 8, 8, 8): CheckedConfiguration(
+        "DeepSeek-R1 FP8 on 8 H200s, DEP8", 1, 0.279, 0.279, 0.279),
+}  # fmt: skip
+
+
+def configuration_of(pool: Any) -> tuple[Any, ...]:
+    """A pool's (model, weight dtype, GPU, tp, ep, attention_dp), the key of the table above."""
+    model, serving = getattr(pool, "model", None), getattr(pool, "moe_serving", None)
+    gpu = getattr(pool, "gpu", None)
+    return (
+        getattr(model, "name", None),
+        getattr(model, "weight_dtype", None),
+        getattr(gpu, "name", gpu),
+        getattr(pool, "tp", 1),
+        getattr(serving, "ep", 1),
+        getattr(serving, "attention_dp", 1),
+    )
+
+
+def configuration_note(pool: Any) -> str | None:
+    """A word on the pool's own configuration when the MoE cases check it: its error can be twice
+    the area's median, and a plan's default margins use the area's."""
+    checked = CHECKED_CONFIGURATIONS.get(configuration_of(pool))
+    if checked is None:
+        return None
+    side = "too fast" if checked.low > 0 else "too slow" if checked.high < 0 else "both ways"
+    if checked.figures == 1:
+        how = f"one TensorRT-LLM run: its throughput is off by {checked.low:+.1%} ({side})"
+    else:
+        how = (
+            f"{checked.figures} TensorRT-LLM runs: its throughput is off by {checked.median:.1%} "
+            f"(median; {checked.low:+.1%} to {checked.high:+.1%}, {side})"
+        )
+    return (
+        f"this configuration ({checked.label}) is checked on {how}, against the "
+        f"{MOE_MEDIAN_ERROR} of all MoE runs the default margins use; --model-error "
+        f"{checked.median * 100:.1f} plans with its own (docs/moe.md, Calibration)"
+    )
 
 
 def served(cluster: Any) -> list[tuple[Any, Any]]:
     """(model, speculative) of each pool of `cluster: {pools: [...]}`, or of the one cluster."""
-    parts = getattr(cluster, "pools", None) or [cluster]
-    return [(getattr(p, "model", None), getattr(p, "speculative", None)) for p in parts]
+    return [(getattr(p, "model", None), getattr(p, "speculative", None)) for p in pools_of(cluster)]
 
 
 def moe_notes(resolved: dict[str, Any], variants: list[str]) -> list[str]:
     """One note per kind of figure that needs a word, naming the variants it concerns."""
     found: dict[str, list[str]] = {}
     for variant in variants:
-        notes = [n for part in served(resolved[variant].cluster) for n in _notes_for(*part)]
+        notes = [n for pool in pools_of(resolved[variant].cluster) for n in _notes_for(pool)]
         for note in dict.fromkeys(notes):  # once per variant, whatever its pools
             found.setdefault(note, []).append(variant)
     every = len(variants)
@@ -50,14 +135,24 @@ def moe_notes(resolved: dict[str, Any], variants: list[str]) -> list[str]:
     ]
 
 
-def _notes_for(model: Any, speculative: Any) -> list[str]:
+def pools_of(cluster: Any) -> list[Any]:
+    """The pools of `cluster: {pools: [...]}`, or the one cluster."""
+    return getattr(cluster, "pools", None) or [cluster]
+
+
+def _notes_for(pool: Any) -> list[str]:
+    model, speculative = getattr(pool, "model", None), getattr(pool, "speculative", None)
     notes = []
     if getattr(model, "moe", None) is not None:
         notes.append(
             "MoE model: against published MoE throughput its figures are off by "
             f"{MOE_MEDIAN_ERROR} (median of TensorRT-LLM runs; docs/moe.md, Calibration)"
         )
-    if getattr(model, "name", None) == JUDGED_ON_VLLM:
+        checked = configuration_note(pool)
+        if checked is not None:
+            notes.append(checked)
+    engine = getattr(getattr(pool, "engine", None), "name", None)
+    if getattr(model, "name", None) == JUDGED_ON_VLLM and engine in VLLM_ENGINES:
         notes.append(VLLM_GPT_OSS_NOTE)
     if getattr(model, "sliding_window", None) is not None:
         notes.append(

@@ -22,7 +22,7 @@ def test_one_engine_for_every_variant_needs_no_note():
 def test_variants_on_different_engines_are_named_and_warned():
     resolved = {"v": variant("vllm"), "s": variant("sglang"), "d": variant(None)}
     (note,) = engine_notes(resolved, ["v", "s", "d"])
-    assert note.startswith("engines compared (v vllm, s sglang, d default): ")
+    assert note.startswith("engines compared (v: vllm, s: sglang, d: default): ")
     assert "unvalidated" in note and "29.3%" in note
 
 
@@ -31,7 +31,7 @@ def test_offline_use_and_pools_count_as_their_own_engines():
     resolved = {"served": variant("vllm"), "offline": variant("vllm", offline=True)}
     resolved["pooled"] = variant(None, pools=pools)
     (note,) = engine_notes(resolved, ["served", "offline", "pooled"])
-    assert "(served vllm, offline vllm offline, pooled default+trtllm)" in note
+    assert "(served: vllm, offline: vllm offline, pooled: default+trtllm)" in note
 
 
 def test_a_label_that_says_its_engine_is_not_repeated():

@@ -160,13 +160,16 @@ def test_only_the_judged_model_gets_the_vllm_note() -> None:
     from simsched.config.loading import load_scenario
     from simsched.outputs import moe_notes
 
-    def notes(preset: str) -> list[str]:
+    def notes(preset: str, *more: str) -> list[str]:
         burst = ROOT / "calibration" / "scenarios" / "fixed_burst.yaml"
-        sets = [f"cluster.model={preset}", "cluster.gpu=h200", "cluster.tp=8"]
-        model = load_scenario(burst, sets).cluster.model
-        return moe_notes._notes_for(model, None)
+        sets = [f"cluster.model={preset}", "cluster.gpu=h200", "cluster.tp=8", *more]
+        return moe_notes._notes_for(load_scenario(burst, sets).cluster)
 
     assert moe_notes.VLLM_GPT_OSS_NOTE in notes("gpt-oss-120b")
+    assert moe_notes.VLLM_GPT_OSS_NOTE in notes("gpt-oss-120b", "cluster.engine=vllm")
+    # vLLM's figures say nothing of another engine serving it
+    for engine in ("trtllm", "sglang"):
+        assert moe_notes.VLLM_GPT_OSS_NOTE not in notes("gpt-oss-120b", f"cluster.engine={engine}")
     for other in ("deepseek-r1", "qwen3-235b-a22b", "gpt-oss-20b", "mixtral-8x7b"):
         found = notes(other)
         assert moe_notes.VLLM_GPT_OSS_NOTE not in found

@@ -61,21 +61,40 @@ def test_the_area_medians_the_notes_state_are_what_calibrate_no_fit_computes() -
     # `simsched calibrate calibration/moe_experts.yaml --no-fit` with the shipped values: the
     # MoE throughput cases' and the MTP-depth cases' median absolute errors, rounded to the
     # constants' three decimals, are the figures a plan's notes and tie margins state (the
-    # MTP median is (1.41% + 2.10%) / 2 = 1.75%, which a percent to one decimal shows as 1.8%)
-    from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE
+    # MTP median is (1.47% + 2.20%) / 2 = 1.8%). Each configuration's figures (model, weight
+    # dtype, GPU, tp, ep, attention_dp) are the ones its own note states
+    from simsched.config.loading import load_scenario
+    from simsched.outputs.moe_notes import (
+        CHECKED_CONFIGURATIONS,
+        MOE_MEDIAN_SHARE,
+        SPEC_MEDIAN_SHARE,
+        configuration_of,
+    )
     from simsched.studies.calibration.fit import Evaluator, error, run_case, summary
     from simsched.studies.calibration.spec import load_calibration
 
     path = ROOT / "calibration" / "moe_experts.yaml"
     spec, measured, _ = load_calibration(path)
     jobs = Evaluator(path, spec, 1).jobs(None)
-    runs = zip(spec.cases, jobs, measured, strict=True)
+    runs = list(zip(spec.cases, jobs, measured, strict=True))
     errors = {case.name: error(run_case(job), value) for case, job, value in runs}
     moe = [e for name, e in errors.items() if name.startswith("moe_")]
     mtp = [e for name, e in errors.items() if name.startswith("sd_t3_")]
     assert (len(moe), len(mtp)) == (123, 6)  # the 122 table cells and MX-D3; SD-T3's depths
     assert round(summary(moe)[0], 3) == MOE_MEDIAN_SHARE
     assert round(summary(mtp)[0], 3) == SPEC_MEDIAN_SHARE
+    by_configuration: dict[tuple, list[float]] = {}
+    for case, (scenario, overrides, _), _ in runs:
+        if case.name.startswith("moe_"):
+            cluster = load_scenario(Path(scenario), list(overrides)).cluster
+            by_configuration.setdefault(configuration_of(cluster), []).append(errors[case.name])
+    assert set(by_configuration) == set(CHECKED_CONFIGURATIONS)
+    for key, signed in by_configuration.items():
+        checked = CHECKED_CONFIGURATIONS[key]
+        stated = (checked.figures, checked.median, checked.low, checked.high)
+        computed = (len(signed), summary(signed)[0], min(signed), max(signed))
+        assert stated[0] == computed[0], key
+        assert stated[1:] == tuple(round(x, 3) for x in computed[1:]), key
 
 
 MEASUREMENTS = ROOT.parent / "shared" / "data" / "measurements" / "moe_specdec_pd.md"

@@ -19,11 +19,14 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
                   (c: k copies a token for an all-to-all, ep for AllGather + ReduceScatter;
                    b: 2 bytes, 1 for an FP8 model's gathered dispatch)
     kernels     = L_moe * layer_us                  the MoE layers' own kernels, every iteration
-    copies      = L_moe * hidden * (expand + sum) per token / (one GPU's HBM x memory share)
-                  expand = b_in * seen + b_gemm * local  (permute: kernel; 0 when fused)
-                  sum    = 2 B * (local + seen)
-                  (local = k/ep copies a GPU; seen = 1 a token with ep = 1 or a gathering
-                   exchange, else k/ep: the token copies a GPU writes and reads in HBM)
+    copies      = L_moe * hidden * (quantize + expand + sum) per token
+                  / (one GPU's HBM x memory share)
+                  quantize = (2 B + q) * own             (FP8 or FP4 models only)
+                  expand   = q * (read + local)          (permute: kernel; 0 when fused)
+                  sum      = 2 B * (local + seen)
+                  (own = 1/attention_dp; local = k/ep; when the GPU holds every token (ep = 1,
+                   a gathering exchange, attention_dp = 1) read = 1 - C(E - E/ep, k)/C(E, k)
+                   and seen = 1, else read = seen = k/ep; q: 1 B FP8, 0.5625 B FP4, else 2 B)
     cpu         = overhead_ms + per_seq_ms * D
 
 replicated: the attention weights each attention-DP group beyond the first reads (its own copy).
@@ -33,6 +36,7 @@ Everything works on NumPy arrays of contexts as well, so `decode_run` applies un
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -83,32 +87,73 @@ def alltoall_ms(
     return latency_us / 1000 + per_gpu / (link_gbps * 1e6)
 
 
+# An FP8 or NVFP4 model's MoE runs on quantized activations: one byte an element, or half a byte
+# plus one FP8 scale per 16 elements (NVFP4's block; TensorRT-LLM `fp4_quantize`,
+# `scaling_vector_size` 16). Other models run the GEMMs on BF16 activations.
+QUANTIZED_ACTIVATION_BYTES = {"fp8": 1.0, "fp4": 0.5 + 1 / 16}
+
+
+def quantized_bytes(model: Any) -> float | None:
+    """Bytes of one element of the MoE's quantized input, or None when it runs on BF16."""
+    return QUANTIZED_ACTIVATION_BYTES.get(compute_dtype(model))
+
+
 @dataclass(frozen=True)
 class Exchange:
     """How one `dispatch` kind moves the MoE layers' tokens between the ep GPUs."""
 
     gathers: bool  # every token to every GPU (AllGather + ReduceScatter), not to its experts'
-    quantizes_fp8: bool  # an FP8 model's activations cross the dispatch at 1 byte, not BF16's
+    quantizes: bool  # an FP8 or FP4 model's tokens cross the dispatch quantized, not in BF16
 
     def copies(self, per_token: int, ep: int) -> int:
         """Copies of a token's hidden state an exchange moves: one per expert (k), or one per
         expert-parallel GPU (ep) when every token goes to every GPU whatever its experts."""
         return ep if self.gathers else per_token
 
-    def dispatch_bytes(self, model: Any) -> int:
+    def dispatch_bytes(self, model: Any) -> float:
         """Bytes an element of the dispatched hidden states takes; the combine always returns
         BF16, as the dense all-reduce assumes."""
-        fp8 = self.quantizes_fp8 and getattr(model, "weight_dtype", None) == "fp8"
-        return 1 if fp8 else ACTIVATION_BYTES
+        quantized = quantized_bytes(model) if self.quantizes else None
+        return ACTIVATION_BYTES if quantized is None else quantized
 
 
 # docs/moe.md, "Iteration cost": an all-to-all (DeepEP, pplx, NCCL) sends a token to its k
 # experts' GPUs, in BF16 here; TensorRT-LLM's AllGather path gathers every token on every GPU
-# and quantizes an FP8 model's activations before the gather (its FP8 MoE runs on FP8 inputs)
+# and quantizes an FP8 or NVFP4 model's activations before the gather (`static_quantize_e4m3_
+# per_tensor`, `fp4_quantize`): its MoE runs on quantized inputs
 EXCHANGES = {
-    "alltoall": Exchange(gathers=False, quantizes_fp8=False),
-    "allgather": Exchange(gathers=True, quantizes_fp8=True),
+    "alltoall": Exchange(gathers=False, quantizes=False),
+    "allgather": Exchange(gathers=True, quantizes=True),
 }
+
+
+@dataclass(frozen=True)
+class TokenLayout:
+    """Where one MoE layer's tokens sit on one GPU, per token of the iteration (docs/moe.md,
+    "Token copies in HBM"): the rows a GPU quantizes, reads, writes and sums."""
+
+    own: float  # the tokens its attention group computed: 1 / attention_dp
+    local: float  # the copies its experts take: k / ep
+    read: float  # the rows its expand reads
+    seen: float  # the rows its sum writes
+
+    @classmethod
+    def of(
+        cls, experts: int, per_token: int, ep: int, attention_dp: int, gathers: bool
+    ) -> TokenLayout:
+        """A GPU holds every token when the experts are split by TP (ep = 1), when the exchange
+        gathers, or when attention is TP over the whole replica; it reads the rows of the
+        tokens with at least one of its E/ep experts (1 - C(E - E/ep, k) / C(E, k) of them
+        under uniform routing: each token's k experts are distinct) and zero-fills every
+        token's output row. Otherwise the all-to-all delivers its k/ep copies, which are all
+        it reads and returns."""
+        local = per_token / ep
+        if ep == 1 or gathers or attention_dp == 1:
+            missed = math.comb(experts - experts // ep, per_token) / math.comb(experts, per_token)
+            read, seen = 1.0 - missed, 1.0
+        else:
+            read, seen = local, local
+        return cls(own=1.0 / attention_dp, local=local, read=read, seen=seen)
 
 
 @dataclass(frozen=True)
@@ -117,22 +162,17 @@ class Permute:
 
     expands: bool  # a kernel of its own writes each token's k copies before the first GEMM
 
-    def bytes_per_token(
-        self, per_token: int, ep: int, gathers: bool, hidden: int, in_bytes: float,
-        gemm_bytes: float,
-    ) -> float:  # fmt: skip
+    def bytes_per_token(self, layout: TokenLayout, hidden: int, quantized: float | None) -> float:
         """HBM bytes one GPU moves outside the GEMMs for one token of the iteration in one MoE
-        layer (docs/moe.md, "Token copies in HBM"). The GPU holds k/ep of the token's copies
-        (`local`); it sees the token itself (`seen`) once when every GPU has every token
-        (expert TP, or an AllGather exchange), else only as the k/ep copies an all-to-all
-        delivered. The expand reads what it sees (at `in_bytes`) and writes the local copies
-        in the GEMM's input precision (`gemm_bytes`); the sum reads the second GEMM's BF16
-        outputs and writes one BF16 row per token seen."""
-        local = per_token / ep
-        seen = 1.0 if ep == 1 or gathers else local
-        expand = in_bytes * seen + gemm_bytes * local if self.expands else 0.0
-        total = ACTIVATION_BYTES * (local + seen)
-        return hidden * (expand + total)
+        layer (docs/moe.md, "Token copies in HBM"): an FP8 or FP4 model's own tokens quantized
+        (read in BF16, written at `quantized` bytes), the expand's reads and its local copies
+        at the GEMM's input width, and the sum's BF16 reads of the local outputs and writes of
+        one row per token seen."""
+        width = ACTIVATION_BYTES if quantized is None else quantized
+        quantize = 0.0 if quantized is None else (ACTIVATION_BYTES + quantized) * layout.own
+        expand = width * (layout.read + layout.local) if self.expands else 0.0
+        total = ACTIVATION_BYTES * (layout.local + layout.seen)
+        return hidden * (quantize + expand + total)
 
 
 # docs/moe.md, "Token copies in HBM": TensorRT-LLM's CUTLASS MoE runs expandInputRowsKernel and
@@ -224,11 +264,12 @@ class MoeRooflineLatency:
         self.alltoall_us = alltoall_latency_us(spec, config)
         # the token copies each GPU writes and reads around its grouped GEMMs, at the dense
         # roofline's memory share (streaming copies, as its weight reads), per iteration token
-        in_bytes = self.dispatch_bytes if exchange.gathers else ACTIVATION_BYTES
+        layout = TokenLayout.of(
+            self.experts, self.per_token, spec.ep, spec.attention_dp, exchange.gathers
+        )
         copy_bytes = PERMUTES[spec.permute].bytes_per_token(
-            self.per_token, spec.ep, exchange.gathers, model.hidden_size, in_bytes,
-            DTYPE_BYTES[compute_dtype(model)],
-        )  # fmt: skip
+            layout, model.hidden_size, quantized_bytes(model)
+        )
         self.copies_ms = self.moe_layers * copy_bytes * tp / bytes_per_ms
 
     def weights_ms(self, tokens: Any, maximum: Callable = max) -> Any:

@@ -4,6 +4,7 @@ DEP8 decode iteration of DeepSeek-R1 on H200, MLA's latent copies and the layout
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -77,11 +78,13 @@ def test_an_fp8_models_gather_crosses_at_one_byte_and_its_combine_at_two() -> No
     gathered = MoeRooflineLatency(config, H200, scout, 4, gather)
     assert (plain.dispatch_bytes, gathered.dispatch_bytes) == (2, 1)
     exchanged = 48 * ((1_536_000 - 768_000) + (3_072_000 - 768_000)) / 450e6
-    # and the token copies in HBM (docs/moe.md, "Token copies in HBM"), a GPU's bytes: the
-    # all-to-all delivers 100 copies, expanded from BF16 to FP8 and summed back,
-    # 5,120 x (2 x 100 + 1 x 100) + 5,120 x 2 x (100 + 100) = 3,584,000; the gather puts all
-    # 400 FP8 tokens on every GPU, 5,120 x (1 x 400 + 1 x 100) + 5,120 x 2 x (100 + 400) = 7,680,000
-    copied = 48 * (7_680_000 - 3_584_000) / (4800e6 * presets.H200_MEMORY)
+    # and the token copies in HBM (docs/moe.md, "Token copies in HBM"), a GPU's bytes: it
+    # quantizes its own 100 tokens, (2 + 1) x 100 rows either way. The all-to-all delivers 100
+    # FP8 copies, expanded (read and written, 1 x (100 + 100)) and summed back (2 x (100 +
+    # 100)): 5,120 x (300 + 200 + 400) = 4,608,000. The gather puts all 400 tokens on every GPU;
+    # the expand reads the 1 - 12/16 = 1/4 of them with one of its 4 experts and writes as
+    # many, and the sum writes all 400 rows: 5,120 x (300 + 200 + 2 x (100 + 400)) = 7,680,000
+    copied = 48 * (7_680_000 - 4_608_000) / (4800e6 * presets.H200_MEMORY)
     extra = exchanged + copied
     difference = gathered.iteration_ms(400, 0, 0, 0, 0) - plain.iteration_ms(400, 0, 0, 0, 0)
     assert difference == pytest.approx(extra, rel=1e-9)
@@ -96,10 +99,11 @@ def test_a_dep_iteration_pays_the_allgathers_extra_bytes(tmp_path: Path) -> None
     gathered = MoeRooflineLatency(config, H200, scout, 4, gather)
     tokens = 400
     exchanged = 2 * 48 * (3_072_000 - 768_000) / 450e6
-    # token copies in BF16: 5,120 x (2 x 100 + 2 x 100) + 5,120 x 2 x (100 + 100) = 4,096,000
-    # bytes a GPU after an all-to-all, 5,120 x (2 x 400 + 2 x 100) + 5,120 x 2 x (100 + 400) =
-    # 10,240,000 after a gather
-    copied = 48 * (10_240_000 - 4_096_000) / (4800e6 * presets.H200_MEMORY)
+    # token copies in BF16 (no quantizing): 5,120 x (2 x (100 + 100) + 2 x (100 + 100)) =
+    # 4,096,000 bytes a GPU after an all-to-all; after a gather the expand reads the 100 tokens
+    # with a local expert and the sum writes all 400 rows: 5,120 x (2 x (100 + 100) + 2 x (100
+    # + 400)) = 7,168,000
+    copied = 48 * (7_168_000 - 4_096_000) / (4800e6 * presets.H200_MEMORY)
     extra = exchanged + copied
     difference = gathered.iteration_ms(tokens, 0, 0, 0, 0) - plain.iteration_ms(tokens, 0, 0, 0, 0)
     assert difference == pytest.approx(extra, rel=1e-9)
@@ -126,10 +130,11 @@ def test_a_dep8_decode_iteration_by_hand() -> None:
     a2a = 2 * 58 * (30.2 / 1000 + seqs / 8 * 8 * 7168 * 2 * 7 / 8 / 450e6)
     cpu = 0.938 + 0.0968 * seqs
     kernels = 58 * 25.0 / 1000  # each of the 58 MoE layers' fixed kernel time
-    # token copies: each GPU gets 64 x 8 / 8 = 64 copies from the all-to-all, expands them from
-    # BF16 to FP8 and sums them back: 7,168 x (2 + 1) + 7,168 x 2 x (1 + 1) = 50,176 bytes a
-    # token and MoE layer, at one GPU's HBM rate
-    copies = 58 * seqs * 50_176 / (4800e6 * presets.H200_MEMORY)
+    # token copies: each GPU quantizes its own 64 / 8 tokens ((2 + 1) / 8 a token), gets
+    # 64 x 8 / 8 = 64 FP8 copies from the all-to-all, expands them (1 x (1 + 1)) and sums them
+    # back (2 x (1 + 1)): 7,168 x (0.375 + 2 + 4) = 45,696 bytes a token and MoE layer, at one
+    # GPU's HBM rate
+    copies = 58 * seqs * 45_696 / (4800e6 * presets.H200_MEMORY)
     compute = latency.token_ms * seqs + latency.head_ms * seqs
     assert compute < weights  # 64 decodes are weight-bound
     expected = weights + reduces + a2a + cpu + kernels + copies
@@ -137,20 +142,33 @@ def test_a_dep8_decode_iteration_by_hand() -> None:
 
 
 def test_token_copies_by_hand() -> None:
-    # Mixtral 8x7B in FP8 on TP 8 (experts split by tensor parallelism, ep = 1): every GPU holds
-    # every token (seen = 1) and a slice of both of its experts (local = k = 2). The expand
-    # reads the BF16 row and writes 2 FP8 copies, 4,096 x (2 x 1 + 1 x 2) = 16,384 bytes; the
-    # sum reads 2 BF16 outputs and writes one, 4,096 x 2 x (2 + 1) = 24,576
-    from simsched.sim.cluster.moe_latency import PERMUTES
+    # Mixtral 8x7B in FP8 on TP 8 (experts split by tensor parallelism, ep = 1): every GPU
+    # holds every token and a slice of both of its experts (local = k = 2). It quantizes the
+    # token, reading 2 and writing 1 byte an element; the expand reads the FP8 row and writes 2
+    # copies, 1 x (1 + 2); the sum reads 2 BF16 outputs and writes one, 2 x (2 + 1):
+    # 4,096 x (3 + 3 + 6) = 49,152 bytes; fused (no expand) 4,096 x 9 = 36,864
+    from simsched.sim.cluster.moe_latency import PERMUTES, TokenLayout
 
     kernel, fused = PERMUTES["kernel"], PERMUTES["fused"]
-    assert kernel.bytes_per_token(2, 1, False, 4096, 2, 1) == 16_384 + 24_576
-    assert fused.bytes_per_token(2, 1, False, 4096, 2, 1) == 24_576  # the GEMM gathers its rows
-    # DEP8 with an all-to-all, k = 8: one copy a GPU arrives; it is all the GPU sees
-    assert kernel.bytes_per_token(8, 8, False, 4096, 2, 1) == 4096 * (2 + 1) + 4096 * 2 * 2
-    # the same with a gather: every token on every GPU, at the gathered FP8 width
-    assert kernel.bytes_per_token(8, 8, True, 4096, 1, 1) == 4096 * (1 + 1) + 4096 * 2 * 2
-    # a whole iteration of 1,000 tokens: 32 MoE layers x the expand's 16,384 bytes a token
+    tp8 = TokenLayout.of(8, 2, 1, 1, False)
+    assert (tp8.own, tp8.local, tp8.read, tp8.seen) == (1.0, 2.0, 1.0, 1.0)
+    assert kernel.bytes_per_token(tp8, 4096, 1.0) == 49_152
+    assert fused.bytes_per_token(tp8, 4096, 1.0) == 36_864
+    assert kernel.bytes_per_token(tp8, 4096, None) == 4096 * (2 * 3 + 2 * 3)  # BF16: no quantize
+    # Qwen3-235B on DEP8 (E = 128, k = 8) with a gather: every token on every GPU, of which
+    # 1 - C(112, 8) / C(128, 8) have one of its 16 experts; it quantizes its own 1/8
+    gather = TokenLayout.of(128, 8, 8, 8, True)
+    read = 1 - math.comb(112, 8) / math.comb(128, 8)
+    assert 0.66 < read < 0.67
+    assert (gather.own, gather.local, gather.read, gather.seen) == (1 / 8, 1.0, read, 1.0)
+    by_hand = 4096 * (3 / 8 + 1 * (read + 1) + 2 * (1 + 1))
+    assert kernel.bytes_per_token(gather, 4096, 1.0) == pytest.approx(by_hand, rel=1e-12)
+    # the same with an all-to-all: the one copy a GPU gets on average is all it reads and returns
+    alltoall = TokenLayout.of(128, 8, 8, 8, False)
+    assert (alltoall.read, alltoall.seen) == (1.0, 1.0)
+    # NVFP4: half a byte an element and one FP8 scale per 16
+    assert kernel.bytes_per_token(tp8, 4096, 0.5625) == 4096 * (2.5625 + 0.5625 * 3 + 6)
+    # a whole iteration of 1,000 tokens: 32 MoE layers x the expand's 12,288 bytes a token
     # more with the kernel than fused, at one H200's HBM rate
     fp8 = {**presets.MODEL_PRESETS["mixtral-8x7b"], "weight_dtype": "fp8"}
     mixtral = ModelSpec(name="mixtral-8x7b", **fp8)
@@ -159,7 +177,7 @@ def test_token_copies_by_hand() -> None:
     gathered = MoeRooflineLatency(config, H200, mixtral, 8, MoeServingSpec(permute="fused"))
     difference = own.iteration_ms(1000, 0, 0, 0, 0) - gathered.iteration_ms(1000, 0, 0, 0, 0)
     assert difference == pytest.approx(
-        32 * 1000 * 16_384 / (4800e6 * presets.H200_MEMORY), rel=1e-9
+        32 * 1000 * 12_288 / (4800e6 * presets.H200_MEMORY), rel=1e-9
     )
 
 
@@ -199,14 +217,15 @@ def test_tensorrt_llm_gathers_under_attention_dp_unless_told() -> None:
 
 
 def test_a_scenarios_engine_reaches_the_replicas_token_copies(tmp_path: Path) -> None:
-    # DeepSeek-R1 on attention TP8 (ep = 1): every GPU sees each token and holds its 8 copies.
-    # The expand is 7,168 x (2 + 1 x 8) bytes a token and layer, the sum 7,168 x 2 x (8 + 1):
-    # `engine: vllm` drops the first, and `permute: kernel` written beside it brings it back
+    # DeepSeek-R1 on attention TP8 (ep = 1): every GPU holds each token and its 8 copies. A
+    # token and layer: quantizing 7,168 x (2 + 1), the expand 7,168 x 1 x (1 + 8), the sum
+    # 7,168 x 2 x (8 + 1): `engine: vllm` drops the expand, and `permute: kernel` written
+    # beside it brings it back
     def copies_ms(extra: str) -> float:
         path = write_scenario(tmp_path, cluster(extra), ONE_REQUEST)
         return build_latency(load_scenario(path).cluster).copies_ms
 
-    expand, total = 7168 * (2 + 8), 7168 * 2 * 9
+    expand, total = 7168 * 9, 7168 * (3 + 2 * 9)
     plain = copies_ms("")
     assert copies_ms("  engine: vllm\n") == pytest.approx(plain * total / (expand + total))
     assert copies_ms("  engine: vllm\n  moe_serving: {permute: kernel}\n") == plain
@@ -443,8 +462,8 @@ def test_a_compute_bound_prefill_chunk_pays_the_compute_share_only() -> None:
     reduces = 3 * (30.2 / 1000 + tokens * 2 * 7168 * 2 * 7 / 8 / 450e6)
     kv = latency.kv_ms * tokens  # the chunk writes its own latents
     kernels = 58 * 20.0 / 1000
-    # the token copies, as in the decode iteration: 50,176 bytes a token and MoE layer a GPU
-    copies = 58 * tokens * 50_176 / (4800e6 * presets.H200_MEMORY)
+    # the token copies, as in the decode iteration: 45,696 bytes a token and MoE layer a GPU
+    copies = 58 * tokens * 45_696 / (4800e6 * presets.H200_MEMORY)
     expected = compute + a2a + reduces + kv + kernels + copies
     assert latency.iteration_ms(tokens, 0, 0, 0, 0) == pytest.approx(expected, rel=1e-12)
 
