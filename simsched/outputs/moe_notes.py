@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simsched.config.moe_serving import NO_EXPERT_PARALLELISM, with_engine_choices
+
 # Median absolute errors of `simsched calibrate --no-fit` on the MoE and speculative cases of
 # calibration/published.yaml with the shipped defaults (docs/continuous_batching.md, Fidelity)
 MOE_MEDIAN_SHARE = 0.146
@@ -116,6 +118,21 @@ def configuration_note(pool: Any) -> str | None:
     )
 
 
+def engine_choices_note(pool: Any) -> str | None:
+    """What a pool's engine chose for its MoE layers where the scenario left them unset, so that
+    a comparison of engines says what differs (docs/engines.md)."""
+    engine = getattr(pool, "engine", None)
+    if engine is None:
+        return None
+    spec = with_engine_choices(getattr(pool, "moe_serving", None) or NO_EXPERT_PARALLELISM, engine)
+    how = "in a kernel of its own" if spec.permute == "kernel" else "inside the first GEMM"
+    return (
+        f"engine {engine.name}: its MoE layers exchange tokens by {spec.dispatch} and put them in "
+        f"expert order {how} (moe_serving.dispatch: {spec.dispatch}, permute: {spec.permute}, as "
+        "written or as the engine runs them; docs/engines.md)"
+    )
+
+
 def served(cluster: Any) -> list[tuple[Any, Any]]:
     """(model, speculative) of each pool of `cluster: {pools: [...]}`, or of the one cluster."""
     return [(getattr(p, "model", None), getattr(p, "speculative", None)) for p in pools_of(cluster)]
@@ -151,6 +168,9 @@ def _notes_for(pool: Any) -> list[str]:
         checked = configuration_note(pool)
         if checked is not None:
             notes.append(checked)
+        chosen = engine_choices_note(pool)
+        if chosen is not None:
+            notes.append(chosen)
     engine = getattr(getattr(pool, "engine", None), "name", None)
     if getattr(model, "name", None) == JUDGED_ON_VLLM and engine in VLLM_ENGINES:
         notes.append(VLLM_GPT_OSS_NOTE)

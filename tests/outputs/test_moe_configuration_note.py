@@ -51,3 +51,18 @@ def test_a_spread_of_runs_says_its_range_and_which_way() -> None:
     sides = {c.label: c for c in moe_notes.CHECKED_CONFIGURATIONS.values()}
     assert sides["Mixtral 8x7B FP8 on one H200"].high < 0
     assert sides["Llama 4 Scout FP8 on 4 H200s, DEP4"].low > 0
+
+
+def test_an_engine_says_what_it_chose_for_the_moe_layers() -> None:
+    # moe_capacity's DEP8 layout: TensorRT-LLM gathers and permutes in a kernel; vLLM keeps the
+    # all-to-all and gathers rows inside its GEMM; a written value is reported as written
+    def chosen(*sets: str) -> str | None:
+        return moe_notes.engine_choices_note(load_scenario(CAPACITY, list(sets)).cluster)
+
+    assert chosen() is None  # no engine: nothing was chosen
+    trtllm = chosen("cluster.engine=trtllm")
+    assert "dispatch: allgather, permute: kernel" in trtllm
+    assert trtllm.startswith("engine trtllm: its MoE layers exchange tokens by allgather")
+    assert "dispatch: alltoall, permute: fused" in chosen("cluster.engine=vllm")
+    written = chosen("cluster.engine=vllm", "cluster.moe_serving.permute=kernel")
+    assert "dispatch: alltoall, permute: kernel" in written
