@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simsched.config import presets
+from simsched.config.hardware import ModelSpec
 from simsched.config.moe_serving import NO_EXPERT_PARALLELISM, with_engine_choices
 
 # Median absolute errors of `simsched calibrate --no-fit` on the MoE and speculative cases of
@@ -47,60 +49,88 @@ class CheckedConfiguration:
     high: float
 
 
-# (model, weight dtype, GPU, tp, ep, attention_dp) of each configuration of the TensorRT-LLM MoE
-# cases (calibration/published.yaml; docs/moe.md, "Calibration", the table by configuration),
-# as `simsched calibrate calibration/moe_experts.yaml --no-fit` computes them; the slow-tier
-# test tests/studies/test_moe_experts_file.py recomputes every one
+# (model, weight and KV precision, GPU, tp, ep, attention_dp, exchange) of each configuration of
+# the TensorRT-LLM MoE cases (calibration/published.yaml; docs/moe.md, "Calibration", the table
+# by configuration), as `simsched calibrate calibration/moe_experts.yaml --no-fit` computes
+# them; the slow-tier test tests/studies/test_moe_experts_file.py recomputes every one
 CHECKED_CONFIGURATIONS = {
-    ("qwen3-235b-a22b", "fp4", "b200", 8, 8, 8): CheckedConfiguration(
+    ("qwen3-235b-a22b", "fp4", "fp8", "b200", 8, 8, 8, "allgather"): CheckedConfiguration(
         "Qwen3-235B-A22B FP4 on 8 B200s, DEP8", 10, 0.213, -0.126, 0.354),
-    ("qwen3-235b-a22b", "fp8", "h200", 8, 8, 8): CheckedConfiguration(
+    ("qwen3-235b-a22b", "fp8", "fp8", "h200", 8, 8, 8, "allgather"): CheckedConfiguration(
         "Qwen3-235B-A22B FP8 on 8 H200s, DEP8", 10, 0.309, -0.086, 0.829),
-    ("qwen3-30b-a3b", "fp4", "b200", 1, 1, 1): CheckedConfiguration(
+    ("qwen3-30b-a3b", "fp4", "fp8", "b200", 1, 1, 1, "alltoall"): CheckedConfiguration(
         "Qwen3-30B-A3B FP4 on one B200", 10, 0.189, -0.267, 1.395),
-    ("llama-4-maverick", "fp8", "h200", 8, 8, 8): CheckedConfiguration(
+    ("llama-4-maverick", "fp8", "fp8", "h200", 8, 8, 8, "allgather"): CheckedConfiguration(
         "Llama 4 Maverick FP8 on 8 H200s, DEP8", 10, 0.105, -0.273, 0.342),
-    ("llama-4-scout", "fp8", "h200", 4, 4, 4): CheckedConfiguration(
+    ("llama-4-scout", "fp8", "fp8", "h200", 4, 4, 4, "allgather"): CheckedConfiguration(
         "Llama 4 Scout FP8 on 4 H200s, DEP4", 10, 0.175, 0.090, 0.514),
-    ("mixtral-8x7b", "fp8", "h200", 1, 1, 1): CheckedConfiguration(
+    ("mixtral-8x7b", "fp8", "fp8", "h200", 1, 1, 1, "alltoall"): CheckedConfiguration(
         "Mixtral 8x7B FP8 on one H200", 9, 0.232, -0.360, -0.096),
-    ("mixtral-8x7b", "fp8", "h200", 2, 1, 1): CheckedConfiguration(
+    ("mixtral-8x7b", "fp8", "fp8", "h200", 2, 1, 1, "alltoall"): CheckedConfiguration(
         "Mixtral 8x7B FP8 on 2 H200s, TP2", 9, 0.155, -0.294, -0.029),
-    ("mixtral-8x7b", "fp8", "h100-80gb", 2, 1, 1): CheckedConfiguration(
+    ("mixtral-8x7b", "fp8", "fp8", "h100-80gb", 2, 1, 1, "alltoall"): CheckedConfiguration(
         "Mixtral 8x7B FP8 on 2 H100s, TP2", 9, 0.199, -0.302, -0.024),
-    ("mixtral-8x7b", "fp8", "h200", 4, 1, 1): CheckedConfiguration(
+    ("mixtral-8x7b", "fp8", "fp8", "h200", 4, 1, 1, "alltoall"): CheckedConfiguration(
         "Mixtral 8x7B FP8 on 4 H200s, TP4", 9, 0.118, -0.227, -0.000),
-    ("mixtral-8x7b", None, "a100-80gb", 4, 1, 1): CheckedConfiguration(
+    ("mixtral-8x7b", "16-bit", "16-bit", "a100-80gb", 4, 1, 1, "alltoall"): CheckedConfiguration(
         "Mixtral 8x7B FP16 on 4 A100s, TP4", 9, 0.151, -0.236, -0.017),
-    ("mixtral-8x7b", "fp8", "h200", 8, 1, 1): CheckedConfiguration(
+    ("mixtral-8x7b", "fp8", "fp8", "h200", 8, 1, 1, "alltoall"): CheckedConfiguration(
         "Mixtral 8x7B FP8 on 8 H200s, TP8", 9, 0.092, -0.092, 0.203),
-    ("mixtral-8x7b", "fp8", "h100-80gb", 8, 1, 1): CheckedConfiguration(
+    ("mixtral-8x7b", "fp8", "fp8", "h100-80gb", 8, 1, 1, "alltoall"): CheckedConfiguration(
         "Mixtral 8x7B FP8 on 8 H100s, TP8", 9, 0.093, -0.049, 0.211),
-    ("mixtral-8x22b", "fp8", "h200", 8, 1, 1): CheckedConfiguration(
+    ("mixtral-8x22b", "fp8", "fp8", "h200", 8, 1, 1, "alltoall"): CheckedConfiguration(
         "Mixtral 8x22B FP8 on 8 H200s, TP8", 9, 0.083, -0.158, 0.085),
-    ("deepseek-r1", "fp8", "h200", 8, 8, 8): CheckedConfiguration(
+    ("deepseek-r1", "fp8", "fp8", "h200", 8, 8, 8, "allgather"): CheckedConfiguration(
         "DeepSeek-R1 FP8 on 8 H200s, DEP8", 1, 0.279, 0.279, 0.279),
 }  # fmt: skip
 
 
-def configuration_of(pool: Any) -> tuple[Any, ...]:
-    """A pool's (model, weight dtype, GPU, tp, ep, attention_dp), the key of the table above."""
+# the engines the TensorRT-LLM cases speak for: TensorRT-LLM itself, or none named (the cases
+# state its facts key by key)
+CHECKED_ENGINES = (None, "trtllm")
+
+
+def configuration_of(pool: Any) -> tuple[Any, ...] | None:
+    """A pool's (model, weight and KV precision, GPU, tp, ep, attention_dp, exchange), the key of
+    the table above; None when nothing there can speak for it: another engine, or a model whose
+    shape differs from its preset's (a mapping that changes layers or experts keeps the name)."""
     model, serving = getattr(pool, "model", None), getattr(pool, "moe_serving", None)
+    engine = getattr(pool, "engine", None)
+    if getattr(engine, "name", None) not in CHECKED_ENGINES or not _is_its_preset(model):
+        return None
+    spec = with_engine_choices(serving or NO_EXPERT_PARALLELISM, engine)
     gpu = getattr(pool, "gpu", None)
     return (
-        getattr(model, "name", None),
-        getattr(model, "weight_dtype", None),
+        model.name,
+        _precision(model.weight_dtype),
+        _precision(model.kv_dtype),
         getattr(gpu, "name", gpu),
-        getattr(pool, "tp", 1),
-        getattr(serving, "ep", 1),
-        getattr(serving, "attention_dp", 1),
+        pool.tp,
+        spec.ep,
+        spec.attention_dp,
+        spec.dispatch,
     )
 
 
+def _precision(dtype: str | None) -> str:
+    # BF16 and FP16 are alike to the roofline; unset is the model's own 16-bit precision
+    return "16-bit" if dtype in (None, "bf16", "fp16") else dtype
+
+
+def _is_its_preset(model: Any) -> bool:
+    """Whether `model` is its preset as shipped, up to its weight and KV precision."""
+    preset = presets.MODEL_PRESETS.get(getattr(model, "name", None))
+    if preset is None:
+        return False
+    fields = {**preset, "weight_dtype": model.weight_dtype, "kv_dtype": model.kv_dtype}
+    return ModelSpec(name=model.name, **fields).model_dump() == model.model_dump()
+
+
 def configuration_note(pool: Any) -> str | None:
-    """A word on the pool's own configuration when the MoE cases check it: its error can be twice
-    the area's median, and a plan's default margins use the area's."""
-    checked = CHECKED_CONFIGURATIONS.get(configuration_of(pool))
+    """A word on the pool's own configuration when the MoE cases check exactly it: its error can
+    be twice the area's median, and a plan's default margins use the area's."""
+    key = configuration_of(pool)
+    checked = None if key is None else CHECKED_CONFIGURATIONS.get(key)
     if checked is None:
         return None
     side = "too fast" if checked.low > 0 else "too slow" if checked.high < 0 else "both ways"

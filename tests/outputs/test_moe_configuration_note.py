@@ -13,44 +13,69 @@ ROOT = Path(__file__).resolve().parents[2]
 CAPACITY = ROOT / "scenarios" / "moe_capacity.yaml"
 
 
+# MX-D3 as the calibration states it: an FP8 KV cache and TensorRT-LLM's gather
+AS_CHECKED = ("cluster.model={preset: deepseek-r1, kv_dtype: fp8}", "cluster.engine=trtllm")
+
+
 def notes(*sets: str) -> list[str]:
     return moe_notes._notes_for(load_scenario(CAPACITY, list(sets)).cluster)
 
 
-def test_the_moe_capacity_layout_is_a_checked_configuration() -> None:
-    (note,) = [n for n in notes() if n.startswith("this configuration")]
-    checked = moe_notes.CHECKED_CONFIGURATIONS[("deepseek-r1", "fp8", "h200", 8, 8, 8)]
+def checked_notes(*sets: str) -> list[str]:
+    return [n for n in notes(*sets) if n.startswith("this configuration")]
+
+
+def test_the_checked_layout_states_its_own_error() -> None:
+    (note,) = checked_notes(*AS_CHECKED)
+    key = ("deepseek-r1", "fp8", "fp8", "h200", 8, 8, 8, "allgather")
+    checked = moe_notes.CHECKED_CONFIGURATIONS[key]
     assert checked.figures == 1 and checked.low == checked.high == checked.median
     assert "(DeepSeek-R1 FP8 on 8 H200s, DEP8)" in note
     assert f"one TensorRT-LLM run: its throughput is off by {checked.low:+.1%} (too fast)" in note
     assert f"--model-error {checked.median * 100:.1f} plans with its own" in note
     assert f"against the {moe_notes.MOE_MEDIAN_ERROR} of all MoE runs" in note
+    # written out instead of the engine's choice, the same
+    written = ("cluster.model={preset: deepseek-r1, kv_dtype: fp8}",
+               "cluster.moe_serving.dispatch=allgather")  # fmt: skip
+    assert checked_notes(*written) == [note]
 
 
-def test_another_layout_or_gpu_is_not_claimed_as_checked() -> None:
-    # attention TP8 instead of DEP8, or the same layout on B200: no case checks either
-    for sets in (["cluster.moe_serving.attention_dp=1"], ["cluster.gpu=b200"]):
-        found = notes(*sets)
-        assert any(n.startswith("MoE model:") for n in found)
-        assert not any(n.startswith("this configuration") for n in found)
+def test_anything_the_run_does_not_share_with_the_checked_one_drops_the_claim() -> None:
+    # the shipped moe_capacity scenario itself: a BF16 KV cache and the all-to-all
+    assert checked_notes() == []
+    others = (
+        ["cluster.moe_serving.attention_dp=1"],  # attention TP8
+        ["cluster.gpu=b200"],
+        ["cluster.engine=vllm"],  # another engine's kernels
+        ["cluster.moe_serving.dispatch=alltoall"],
+        ["cluster.model={preset: deepseek-r1, kv_dtype: fp8, layers: 30}"],  # not the preset
+    )
+    for more in others:
+        found = notes(*AS_CHECKED, *more)
+        assert any(n.startswith("MoE model:") for n in found), more
+        assert not any(n.startswith("this configuration") for n in found), more
 
 
 def test_a_spread_of_runs_says_its_range_and_which_way() -> None:
-    class Pool:  # the attributes `configuration_of` reads, as a validated cluster has them
-        model = type("M", (), {"name": "qwen3-235b-a22b", "weight_dtype": "fp8", "moe": 1})()
-        gpu = type("G", (), {"name": "h200"})()
-        tp = 8
-        moe_serving = type("S", (), {"ep": 8, "attention_dp": 8})()
-
-    checked = moe_notes.CHECKED_CONFIGURATIONS[moe_notes.configuration_of(Pool())]
-    note = moe_notes.configuration_note(Pool())
+    burst = ROOT / "calibration" / "scenarios" / "fixed_burst.yaml"
+    qwen = [
+        "cluster.model={preset: qwen3-235b-a22b, weight_dtype: fp8, kv_dtype: fp8}",
+        "cluster.gpu=h200",
+        "cluster.tp=8",
+        "cluster.moe_serving={ep: 8, attention_dp: 8, dispatch: allgather}",
+    ]
+    pool = load_scenario(burst, qwen).cluster
+    checked = moe_notes.CHECKED_CONFIGURATIONS[moe_notes.configuration_of(pool)]
+    note = moe_notes.configuration_note(pool)
     spread = f"{checked.low:+.1%} to {checked.high:+.1%}"
     assert f"off by {checked.median:.1%} (median; {spread}, both ways)" in note
     assert note.startswith(f"this configuration ({checked.label}) is checked on 10 TensorRT")
-    # Mixtral on one H200 is too slow in every row, Scout on DEP4 too fast in every row
-    sides = {c.label: c for c in moe_notes.CHECKED_CONFIGURATIONS.values()}
-    assert sides["Mixtral 8x7B FP8 on one H200"].high < 0
-    assert sides["Llama 4 Scout FP8 on 4 H200s, DEP4"].low > 0
+    # FP16 written out is the unset 16-bit precision of the A100 Mixtral cases
+    mixtral = ["cluster.model={preset: mixtral-8x7b, weight_dtype: fp16}", "cluster.gpu=a100-80gb",
+               "cluster.tp=4"]  # fmt: skip
+    a100 = moe_notes.configuration_note(load_scenario(burst, mixtral).cluster)
+    assert a100 is not None and "(Mixtral 8x7B FP16 on 4 A100s, TP4)" in a100
+    assert "too slow" in a100  # every A100 row is too slow
 
 
 def test_an_engine_says_what_it_chose_for_the_moe_layers() -> None:

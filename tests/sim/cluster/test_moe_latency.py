@@ -166,8 +166,20 @@ def test_token_copies_by_hand() -> None:
     # the same with an all-to-all: the one copy a GPU gets on average is all it reads and returns
     alltoall = TokenLayout.of(128, 8, 8, 8, False)
     assert (alltoall.read, alltoall.seen) == (1.0, 1.0)
-    # NVFP4: half a byte an element and one FP8 scale per 16
+    # attention TP over the whole replica with ep 8 (DeepSeek-R1's TP8 layout): every GPU holds
+    # every token after the attention's all-reduce, as under a gather, and quantizes all of them
+    tp_attention = TokenLayout.of(256, 8, 8, 1, False)
+    missed = math.comb(224, 8) / math.comb(256, 8)
+    assert (tp_attention.own, tp_attention.read, tp_attention.seen) == (1.0, 1 - missed, 1.0)
+    # NVFP4: half a byte an element and one FP8 scale per 16, in the copies and in a gather
     assert kernel.bytes_per_token(tp8, 4096, 0.5625) == 4096 * (2.5625 + 0.5625 * 3 + 6)
+    from simsched.sim.cluster.moe_latency import EXCHANGES, quantized_bytes
+
+    fp4 = ModelSpec(name="qwen3-30b-a3b", **{**presets.MODEL_PRESETS["qwen3-30b-a3b"],
+                                            "weight_dtype": "fp4"})  # fmt: skip
+    assert quantized_bytes(fp4) == 0.5 + 1 / 16
+    assert EXCHANGES["allgather"].dispatch_bytes(fp4) == 0.5625
+    assert EXCHANGES["alltoall"].dispatch_bytes(fp4) == 2  # the all-to-all stays BF16
     # a whole iteration of 1,000 tokens: 32 MoE layers x the expand's 12,288 bytes a token
     # more with the kernel than fused, at one H200's HBM rate
     fp8 = {**presets.MODEL_PRESETS["mixtral-8x7b"], "weight_dtype": "fp8"}
