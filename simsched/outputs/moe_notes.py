@@ -141,26 +141,42 @@ def configuration_note(pool: Any) -> str | None:
             f"{checked.figures} TensorRT-LLM runs: its throughput is off by {checked.median:.1%} "
             f"(median; {checked.low:+.1%} to {checked.high:+.1%}, {side})"
         )
+    likelier = {"too fast": "; read its pessimistic side", "too slow": "; read its optimistic side"}
     return (
         f"this configuration ({checked.label}) is checked on {how}, against the "
         f"{MOE_MEDIAN_ERROR} of all MoE runs the default margins use; --model-error "
-        f"{checked.median * 100:.1f} plans with its own (docs/moe.md, Calibration)"
+        f"{checked.median * 100:.1f} plans with its own{likelier.get(side, '')} "
+        "(docs/moe.md, Calibration)"
     )
 
 
 def engine_choices_note(pool: Any) -> str | None:
-    """What a pool's engine chose for its MoE layers where the scenario left them unset, so that
-    a comparison of engines says what differs (docs/engines.md)."""
+    """What a pool's engine runs its MoE layers with, each setting marked as written or as the
+    engine's default, so that a comparison of engines says what differs (docs/engines.md); on an
+    engine other than TensorRT-LLM, that no MoE case checks it."""
     engine = getattr(pool, "engine", None)
     if engine is None:
         return None
-    spec = with_engine_choices(getattr(pool, "moe_serving", None) or NO_EXPERT_PARALLELISM, engine)
+    written = getattr(pool, "moe_serving", None) or NO_EXPERT_PARALLELISM
+    spec = with_engine_choices(written, engine)
+
+    def whose(name: str) -> str:
+        return "written" if getattr(written, name) is not None else f"{engine.name}'s default"
+
+    exchange = whose("dispatch")
+    if engine.name in ("vllm", "vllm-0.6") and written.dispatch is None and written.ep > 1:
+        exchange = "a stand-in: vLLM's own default exchange gathers"
     how = "in a kernel of its own" if spec.permute == "kernel" else "inside the first GEMM"
-    return (
-        f"engine {engine.name}: its MoE layers exchange tokens by {spec.dispatch} and put them in "
-        f"expert order {how} (moe_serving.dispatch: {spec.dispatch}, permute: {spec.permute}, as "
-        "written or as the engine runs them; docs/engines.md)"
+    note = (
+        f"engine {engine.name}: its MoE layers exchange tokens by {spec.dispatch} ({exchange}) "
+        f"and put them in expert order {how} ({whose('permute')})"
     )
+    if engine.name != "trtllm":
+        note += (
+            "; the MoE cases are TensorRT-LLM runs, so on this engine an MoE model is unchecked "
+            "but for gpt-oss-120b on vLLM 0.13"
+        )
+    return note + " (docs/engines.md; docs/moe.md, Calibration)"
 
 
 def served(cluster: Any) -> list[tuple[Any, Any]]:

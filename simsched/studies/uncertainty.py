@@ -139,7 +139,7 @@ class Shifted:
 def shifted(fleet: FleetPlan, shift: float) -> Shifted:
     best = fleet.best
     if best is None:
-        return Shifted(shift, None, (), None, "nothing meets every SLO")
+        return Shifted(shift, None, (), None, "nothing searched meets every SLO (widen the search)")
     return Shifted(shift, best.answer, best.combo, best.cost_per_hour, option(fleet, best))
 
 
