@@ -63,7 +63,10 @@ def test_the_python_keywords_table_states_the_shipped_defaults() -> None:
     # docs/sweeps_and_planning.md's `tie_margin` row gives the defaults as shares
     text = (REPO / "docs" / "sweeps_and_planning.md").read_text()
     row = next(line for line in text.splitlines() if line.startswith("| `tie_margin` |"))
-    for share in (0.058, 0.16, 0.018):
+    from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE
+    from simsched.studies.uncertainty import CALIBRATION_MEDIAN_ERROR
+
+    for share in (CALIBRATION_MEDIAN_ERROR, MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE):
         assert f"`{share}`" in row
 
 
