@@ -94,11 +94,12 @@ def configuration_of(pool: Any) -> tuple[Any, ...] | None:
     """A pool's (model, weight and KV precision, GPU, tp, ep, attention_dp, exchange), the key of
     the table above; None when nothing there can speak for it: another engine, or a model whose
     shape differs from its preset's (a mapping that changes layers or experts keeps the name)."""
-    model, serving = getattr(pool, "model", None), getattr(pool, "moe_serving", None)
-    engine = getattr(pool, "engine", None)
-    if getattr(engine, "name", None) not in CHECKED_ENGINES or not _is_its_preset(model):
-        return None
-    spec = with_engine_choices(serving or NO_EXPERT_PARALLELISM, engine)
+    return None if _unlike_the_cases(pool) else _facts(pool)
+
+
+def _facts(pool: Any) -> tuple[Any, ...]:
+    model, serving = pool.model, getattr(pool, "moe_serving", None)
+    spec = with_engine_choices(serving or NO_EXPERT_PARALLELISM, getattr(pool, "engine", None))
     gpu = getattr(pool, "gpu", None)
     return (
         model.name,
@@ -110,6 +111,46 @@ def configuration_of(pool: Any) -> tuple[Any, ...] | None:
         spec.attention_dp,
         spec.dispatch,
     )
+
+
+def _unlike_the_cases(pool: Any) -> list[str]:
+    """What of the pool no MoE case shares whatever its configuration: its engine, its model's
+    shape, speculative decoding."""
+    unlike = []
+    if getattr(getattr(pool, "engine", None), "name", None) not in CHECKED_ENGINES:
+        unlike.append("engine")
+    if not _is_its_preset(getattr(pool, "model", None)):
+        unlike.append("model's shape")
+    if getattr(pool, "speculative", None) is not None:
+        unlike.append("speculative decoding")  # the throughput cases decode one token a step
+    return unlike
+
+
+# the facts a checked configuration may differ in from a run of the same model, GPU and layout
+DIFFERING = {1: "weight precision", 2: "KV cache precision", 7: "exchange"}
+SAME_LAYOUT = (0, 3, 4, 5, 6)  # model, GPU, tp, ep, attention_dp
+
+
+def nearest_note(pool: Any) -> str | None:
+    """A word on a run of a checked model, GPU and layout that differs from the checked run in
+    anything else (the shipped moe_capacity keeps a BF16 KV cache and the all-to-all where
+    MX-D3 ran FP8 and TensorRT-LLM's gather): the check's figure is not the run's."""
+    if getattr(getattr(pool, "model", None), "name", None) is None:
+        return None
+    facts = _facts(pool)
+    for key, checked in CHECKED_CONFIGURATIONS.items():
+        if [key[i] for i in SAME_LAYOUT] != [facts[i] for i in SAME_LAYOUT]:
+            continue
+        differs = [name for i, name in DIFFERING.items() if key[i] != facts[i]]
+        differs += _unlike_the_cases(pool)
+        if not differs:
+            return None  # the run is the checked one: configuration_note speaks for it
+        return (
+            f"the MoE cases check {checked.label} ({_how_far(checked)}), which this run differs "
+            f"from in its {_and(differs)}: its own error is unchecked and may differ "
+            "(docs/moe.md, Capacity)"
+        )
+    return None
 
 
 def _precision(dtype: str | None) -> str:
@@ -133,7 +174,7 @@ def configuration_note(pool: Any) -> str | None:
     checked = None if key is None else CHECKED_CONFIGURATIONS.get(key)
     if checked is None:
         return None
-    side = "too fast" if checked.low > 0 else "too slow" if checked.high < 0 else "both ways"
+    side = _side(checked)
     if checked.figures == 1:
         how = f"one TensorRT-LLM run: its throughput is off by {checked.low:+.1%} ({side})"
     else:
@@ -148,6 +189,21 @@ def configuration_note(pool: Any) -> str | None:
         f"{checked.median * 100:.1f} plans with its own{likelier.get(side, '')} "
         "(docs/moe.md, Calibration)"
     )
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _side(checked: CheckedConfiguration) -> str:
+    return "too fast" if checked.low > 0 else "too slow" if checked.high < 0 else "both ways"
+
+
+def _how_far(checked: CheckedConfiguration) -> str:
+    if checked.figures == 1:
+        return f"one TensorRT-LLM run, off by {checked.low:+.1%}"
+    spread = f"{checked.low:+.1%} to {checked.high:+.1%}"
+    return f"{checked.figures} TensorRT-LLM runs, off by {checked.median:.1%}, {spread}"
 
 
 def engine_choices_note(pool: Any) -> str | None:
@@ -211,9 +267,9 @@ def _notes_for(pool: Any) -> list[str]:
             "MoE model: against published MoE throughput its figures are off by "
             f"{MOE_MEDIAN_ERROR} (median of TensorRT-LLM runs; docs/moe.md, Calibration)"
         )
-        checked = configuration_note(pool)
-        if checked is not None:
-            notes.append(checked)
+        for note in (configuration_note(pool), nearest_note(pool)):
+            if note is not None:
+                notes.append(note)
         chosen = engine_choices_note(pool)
         if chosen is not None:
             notes.append(chosen)

@@ -40,6 +40,29 @@ def test_the_checked_layout_states_its_own_error() -> None:
     assert checked_notes(*written) == [note]
 
 
+def nearest_notes(*sets: str) -> list[str]:
+    return [n for n in notes(*sets) if n.startswith("the MoE cases check")]
+
+
+def test_a_run_of_a_checked_layout_that_differs_says_how() -> None:
+    # the shipped moe_capacity scenario: MX-D3's model, GPU and layout, but a BF16 KV cache and
+    # (no engine named) the all-to-all; MX-D3's figure is named as the check's, not the run's
+    (note,) = nearest_notes()
+    assert note.startswith("the MoE cases check DeepSeek-R1 FP8 on 8 H200s, DEP8 (one TensorRT")
+    assert "differs from in its KV cache precision and exchange: its own error is unchecked" in note
+    assert checked_notes() == []
+    assert nearest_notes(*AS_CHECKED) == []  # the checked run itself: the other note speaks
+    engine = nearest_notes(
+        "cluster.model={preset: deepseek-r1, kv_dtype: fp8}", "cluster.engine=vllm"
+    )
+    assert "in its exchange and engine:" in engine[0]  # vLLM keeps the all-to-all
+    mtp = nearest_notes(
+        *AS_CHECKED, "cluster.speculative={method: mtp, tokens: 1, acceptance: 0.8}"
+    )
+    assert "in its speculative decoding:" in mtp[0]
+    assert nearest_notes("cluster.moe_serving.attention_dp=1") == []  # another layout: no check
+
+
 def test_anything_the_run_does_not_share_with_the_checked_one_drops_the_claim() -> None:
     # the shipped moe_capacity scenario itself: a BF16 KV cache and the all-to-all
     assert checked_notes() == []
