@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from simsched.config import presets
-from simsched.config.hardware import ModelSpec
-from simsched.config.moe_serving import NO_EXPERT_PARALLELISM, with_engine_choices
+from simsched.config.hardware import GpuSpec, ModelSpec
+from simsched.config.moe_serving import NO_EXPERT_PARALLELISM, MoeServingSpec, with_engine_choices
 
 # Median absolute errors of `simsched calibrate --no-fit` on the MoE and speculative cases of
 # calibration/published.yaml with the shipped defaults (docs/continuous_batching.md, Fidelity)
@@ -113,17 +113,46 @@ def _facts(pool: Any) -> tuple[Any, ...]:
     )
 
 
+# the MoE settings every case leaves at their shipped values (the fitted ones among them)
+TUNED_SETTINGS = (
+    "imbalance",
+    "alltoall_us",
+    "layer_us",
+    "expert_compute_efficiency",
+    "expert_memory_efficiency",
+    "expert_efficiency",
+)
+
+
 def _unlike_the_cases(pool: Any) -> list[str]:
     """What of the pool no MoE case shares whatever its configuration: its engine, its model's
-    shape, speculative decoding."""
+    shape or GPU's spec, the permute, MoE settings moved from their shipped values, speculative
+    decoding, a P/D role (the cases are mixed offline runs)."""
+    engine = getattr(pool, "engine", None)
+    serving = getattr(pool, "moe_serving", None) or NO_EXPERT_PARALLELISM
     unlike = []
-    if getattr(getattr(pool, "engine", None), "name", None) not in CHECKED_ENGINES:
+    if getattr(engine, "name", None) not in CHECKED_ENGINES:
         unlike.append("engine")
     if not _is_its_preset(getattr(pool, "model", None)):
         unlike.append("model's shape")
+    if not _gpu_is_its_preset(getattr(pool, "gpu", None)):
+        unlike.append("GPU's spec")
+    if with_engine_choices(serving, engine).permute != "kernel":
+        unlike.append("permute")
+    defaults = MoeServingSpec.model_fields
+    if any(getattr(serving, name) != defaults[name].default for name in TUNED_SETTINGS):
+        unlike.append("MoE settings")
     if getattr(pool, "speculative", None) is not None:
         unlike.append("speculative decoding")  # the throughput cases decode one token a step
+    if getattr(pool, "role", "mixed") != "mixed":
+        unlike.append("P/D role")
     return unlike
+
+
+def _gpu_is_its_preset(gpu: Any) -> bool:
+    """Whether `gpu` is its preset as shipped (a mapping that changes a rate keeps the name)."""
+    preset = presets.GPU_PRESETS.get(getattr(gpu, "name", None))
+    return preset is not None and GpuSpec(name=gpu.name, **preset).model_dump() == gpu.model_dump()
 
 
 # the facts a checked configuration may differ in from a run of the same model, GPU and layout
@@ -196,7 +225,8 @@ def _and(names: list[str]) -> str:
 
 
 def _side(checked: CheckedConfiguration) -> str:
-    return "too fast" if checked.low > 0 else "too slow" if checked.high < 0 else "both ways"
+    # a bound stored as -0.000 is a figure a hair too slow: the side holds at zero
+    return "too fast" if checked.low >= 0 else "too slow" if checked.high <= 0 else "both ways"
 
 
 def _how_far(checked: CheckedConfiguration) -> str:
@@ -204,6 +234,17 @@ def _how_far(checked: CheckedConfiguration) -> str:
         return f"one TensorRT-LLM run, off by {checked.low:+.1%}"
     spread = f"{checked.low:+.1%} to {checked.high:+.1%}"
     return f"{checked.figures} TensorRT-LLM runs, off by {checked.median:.1%}, {spread}"
+
+
+# engines whose own exchange under attention DP gathers, which `alltoall` stands in for here
+# (docs/engines.md): vLLM's `allgather_reducescatter` all2all backend, SGLang's DP attention
+# (`dp_gather_partial` before the MoE layer and `dp_scatter` after it, python/sglang/srt/layers/
+# dp_attention.py, without DeepEP)
+STAND_IN_EXCHANGE = {
+    "vllm": "vLLM's own default exchange gathers",
+    "vllm-0.6": "vLLM's own default exchange gathers",
+    "sglang": "SGLang's DP attention gathers",
+}
 
 
 def engine_choices_note(pool: Any) -> str | None:
@@ -220,12 +261,18 @@ def engine_choices_note(pool: Any) -> str | None:
         return "written" if getattr(written, name) is not None else f"{engine.name}'s default"
 
     exchange = whose("dispatch")
-    if engine.name in ("vllm", "vllm-0.6") and written.dispatch is None and written.ep > 1:
-        exchange = "a stand-in: vLLM's own default exchange gathers"
+    gathering = written.dispatch is None and written.ep > 1 and written.attention_dp > 1
+    if engine.name in STAND_IN_EXCHANGE and gathering:
+        exchange = f"a stand-in: {STAND_IN_EXCHANGE[engine.name]}"
     how = "in a kernel of its own" if spec.permute == "kernel" else "inside the first GEMM"
+    moves = (
+        f"exchange tokens by {spec.dispatch} ({exchange})"
+        if spec.ep > 1
+        else "exchange no tokens (the experts are split by TP)"
+    )
     note = (
-        f"engine {engine.name}: its MoE layers exchange tokens by {spec.dispatch} ({exchange}) "
-        f"and put them in expert order {how} ({whose('permute')})"
+        f"engine {engine.name}: its MoE layers {moves} and put them in expert order {how} "
+        f"({whose('permute')})"
     )
     if engine.name != "trtllm":
         note += (
@@ -240,16 +287,19 @@ def served(cluster: Any) -> list[tuple[Any, Any]]:
     return [(getattr(p, "model", None), getattr(p, "speculative", None)) for p in pools_of(cluster)]
 
 
-def moe_notes(resolved: dict[str, Any], variants: list[str]) -> list[str]:
-    """One note per kind of figure that needs a word, naming the variants it concerns."""
+def moe_notes(resolved: dict[str, Any], variants: list[str], prefix: str = "variant ") -> list[str]:
+    """One note per kind of figure that needs a word, naming the variants it concerns (or the
+    plan's `--over` combinations, with `prefix` ""); a note about one pool's own configuration
+    names the pool when the cluster has several."""
     found: dict[str, list[str]] = {}
     for variant in variants:
-        notes = [n for pool in pools_of(resolved[variant].cluster) for n in _notes_for(pool)]
+        pools = pools_of(resolved[variant].cluster)
+        notes = [n for pool in pools for n in _notes_for(pool, named=len(pools) > 1)]
         for note in dict.fromkeys(notes):  # once per variant, whatever its pools
             found.setdefault(note, []).append(variant)
     every = len(variants)
     return [
-        note if len(names) == every or every == 1 else f"variant {', '.join(names)}: {note}"
+        note if len(names) == every or every == 1 else f"{prefix}{', '.join(names)}: {note}"
         for note, names in found.items()
     ]
 
@@ -259,7 +309,7 @@ def pools_of(cluster: Any) -> list[Any]:
     return getattr(cluster, "pools", None) or [cluster]
 
 
-def _notes_for(pool: Any) -> list[str]:
+def _notes_for(pool: Any, named: bool = False) -> list[str]:
     model, speculative = getattr(pool, "model", None), getattr(pool, "speculative", None)
     notes = []
     if getattr(model, "moe", None) is not None:
@@ -267,12 +317,9 @@ def _notes_for(pool: Any) -> list[str]:
             "MoE model: against published MoE throughput its figures are off by "
             f"{MOE_MEDIAN_ERROR} (median of TensorRT-LLM runs; docs/moe.md, Calibration)"
         )
-        for note in (configuration_note(pool), nearest_note(pool)):
-            if note is not None:
-                notes.append(note)
-        chosen = engine_choices_note(pool)
-        if chosen is not None:
-            notes.append(chosen)
+        own = [configuration_note(pool), nearest_note(pool), engine_choices_note(pool)]
+        pool_name = f"pool {getattr(pool, 'name', '?')}: " if named else ""
+        notes += [pool_name + note for note in own if note is not None]
     engine = getattr(getattr(pool, "engine", None), "name", None)
     if getattr(model, "name", None) == JUDGED_ON_VLLM and engine in VLLM_ENGINES:
         notes.append(VLLM_GPT_OSS_NOTE)

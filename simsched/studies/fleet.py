@@ -85,7 +85,7 @@ class FleetPlan:
             "cost": "the cheapest",
             "gpus": "the fewest GPUs",
         }[self.minimize]
-        fleet = f" ({best.gpus} GPUs, ${best.cost_per_hour:.2f}/hour)" if best.gpus else ""
+        fleet = f" ({best.gpus} GPUs, {_price(best.cost_per_hour)})" if best.gpus else ""
         self.message = (
             f"{what} meeting every SLO: {shown(best.combo)} with {self.knob}={best.answer}{fleet}"
         )
@@ -136,3 +136,8 @@ def _goal(fleet: FleetPlan) -> str:
 
 def _prefixed(plan: PlanResult) -> list[str]:
     return [f"{shown(plan.combo)}: {w}" if plan.combo else w for w in plan.warnings]
+
+
+def _price(cost_per_hour: float | None) -> str:
+    # a GPU without a list price (b200, or a mapping with none) has a size but no cost
+    return "no list price" if cost_per_hour is None else f"${cost_per_hour:.2f}/hour"

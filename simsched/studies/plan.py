@@ -34,6 +34,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from simsched.config.load_scale import unscalable_tenant
 from simsched.config.loading import (
@@ -139,7 +140,6 @@ def plan(
         tie_margin = default_tie_margin(resolved)
     check_uncertainty(tie_margin, model_error, resolved, label)
     notes += [note for note in [router_warning(resolved.cluster)] if note]
-    notes += moe_notes({chosen: resolved}, [chosen])  # an MoE or speculative model: its error
     check_over(over, knob, flag, seeds, label)
     values = knob_values(base, knob, range_, step, label, flag)
     check_plan_runs(combos, len(values), seeds, base.limits, label)
@@ -153,6 +153,7 @@ def plan(
             rejected[result.combo] = exc
     refuse_values_invalid_everywhere(over, rejected, label)
     notes += _engine_notes(source, plans, chosen, flag, label)  # engines set side by side
+    notes += _moe_notes(source, plans, chosen, flag, label, resolved)  # an MoE model's error
     seed_list = tuple(range(base.seed, base.seed + seeds)) if seeds > 1 else (None,)
     spec = ProbeSpec(source.path, label, source.raw, tuple(source.overrides), knob, chosen,
                      tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule,
@@ -283,6 +284,21 @@ def _engine_notes(
                               chosen, label)[1]  # fmt: skip
             resolved.setdefault(engine_of(loaded.cluster), loaded)
     return engine_notes(resolved, list(resolved))
+
+
+def _moe_notes(
+    source: _Source, plans: list[PlanResult], chosen: str, flag: str, label: str, resolved: Any
+) -> list[str]:
+    """The MoE and speculative notes a `simsched scenario` table gives, for the scenario or, with
+    `--over`, for each combination (an engine or GPU it sets changes what the notes say)."""
+    if len(plans) < 2:
+        return moe_notes({chosen: resolved}, [chosen])
+    by_combination = {}
+    for result in plans:
+        if result.error is None:
+            loaded = source.load_at(result.combo, result.knob, result.values[0], flag)
+            by_combination[shown(result.combo)] = _variant(loaded, chosen, label)[1]
+    return moe_notes(by_combination, list(by_combination), prefix="")
 
 
 def _check_ends(

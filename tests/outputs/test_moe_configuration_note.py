@@ -55,7 +55,7 @@ def test_a_run_of_a_checked_layout_that_differs_says_how() -> None:
     engine = nearest_notes(
         "cluster.model={preset: deepseek-r1, kv_dtype: fp8}", "cluster.engine=vllm"
     )
-    assert "in its exchange and engine:" in engine[0]  # vLLM keeps the all-to-all
+    assert "in its exchange, engine and permute:" in engine[0]  # vLLM: all-to-all, fused
     mtp = nearest_notes(
         *AS_CHECKED, "cluster.speculative={method: mtp, tokens: 1, acceptance: 0.8}"
     )
@@ -126,3 +126,67 @@ def test_an_engine_says_what_it_chose_for_the_moe_layers() -> None:
 def test_a_one_sided_error_says_which_side_to_read() -> None:
     (note,) = checked_notes(*AS_CHECKED)  # MX-D3 runs too fast: the pessimistic side
     assert "plans with its own; read its pessimistic side (docs/moe.md" in note
+
+
+def test_what_no_case_shares_is_named_and_drops_the_claim() -> None:
+    # from the checked run, each of these alone turns the claim into "differs from in its ..."
+    for more, what in (
+        (["cluster.model={preset: deepseek-r1, kv_dtype: fp8, layers: 30}"], "model's shape"),
+        (["cluster.gpu={preset: h200, hbm_gbps: 9000}"], "GPU's spec"),
+        (["cluster.moe_serving.permute=fused"], "permute"),
+        (["cluster.moe_serving.imbalance=2.0"], "MoE settings"),
+        (["cluster.speculative={method: mtp, tokens: 1, acceptance: 0.8}"], "speculative"),
+    ):
+        assert checked_notes(*AS_CHECKED, *more) == [], what
+        (note,) = nearest_notes(*AS_CHECKED, *more)
+        assert f"differs from in its {what}" in note, what
+
+
+def test_other_engines_are_unchecked_and_their_gather_is_stood_in_for() -> None:
+    for engine, gathers in (("sglang", "SGLang's DP attention"), ("vllm-0.6", "vLLM's own")):
+        note = moe_notes.engine_choices_note(
+            load_scenario(CAPACITY, [f"cluster.engine={engine}"]).cluster
+        )
+        assert f"by alltoall (a stand-in: {gathers}" in note
+        assert "on this engine an MoE model is unchecked" in note
+    # attention TP: every GPU holds every token, nothing stands in for a gather
+    tp = moe_notes.engine_choices_note(
+        load_scenario(CAPACITY, ["cluster.engine=vllm", "cluster.moe_serving.attention_dp=1"])
+        .cluster
+    )  # fmt: skip
+    assert "by alltoall (vllm's default)" in tp
+    # no expert parallelism: no exchange to speak of
+    none = moe_notes.engine_choices_note(
+        load_scenario(CAPACITY, ["cluster.engine=trtllm", "cluster.moe_serving=null"]).cluster
+    )
+    assert "exchange no tokens (the experts are split by TP)" in none
+
+
+def test_a_too_slow_configuration_points_to_the_optimistic_side() -> None:
+    burst = ROOT / "calibration" / "scenarios" / "fixed_burst.yaml"
+    sets = ["cluster.model={preset: mixtral-8x7b, weight_dtype: fp8, kv_dtype: fp8}",
+            "cluster.gpu=h200", "cluster.tp=4"]  # fmt: skip
+    note = moe_notes.configuration_note(load_scenario(burst, sets).cluster)
+    assert "(Mixtral 8x7B FP8 on 4 H200s, TP4)" in note  # its upper bound is -0.000: too slow
+    assert "too slow)" in note and "read its optimistic side" in note
+
+
+def test_each_pool_of_a_pd_cluster_is_named_and_its_role_is_unchecked(tmp_path: Path) -> None:
+    pool = ("{name: %s, role: %s, replicas: 1, gpu: h200, tp: 8, engine: trtllm, "
+            "model: {preset: deepseek-r1, kv_dtype: fp8}, "
+            "moe_serving: {ep: 8, attention_dp: 8}}")  # fmt: skip
+    path = tmp_path / "pd.yaml"
+    path.write_text(
+        "name: pd\nseed: 1\ntenants:\n  - id: a\n"
+        "    arrivals: {kind: periodic, interval_ms: 10, count: 2}\n"
+        "    prefill_tokens: 100\n    decode_tokens: 10\ncluster:\n  pools:\n"
+        f"    - {pool % ('prefill', 'prefill')}\n    - {pool % ('decode', 'decode')}\n"
+        "  kv_transfer: nvlink\nadmission: {enabled: false}\n",
+        encoding="utf-8",
+    )
+    scenario = load_scenario(path)
+    notes = moe_notes.moe_notes({"pd": scenario}, ["pd"])
+    assert not any("this configuration" in n for n in notes)
+    for role in ("prefill", "decode"):
+        (note,) = [n for n in notes if n.startswith(f"pool {role}: the MoE cases check")]
+        assert "differs from in its P/D role" in note

@@ -162,6 +162,14 @@ def test_a_plan_on_an_moe_model_says_its_error_as_the_scenario_table_does() -> N
                 overrides=short, headroom=False)  # fmt: skip
     assert [n for n in dep8.notes if n.startswith("MoE model:")] == moe
     assert not any(n.startswith("speculative decoding:") for n in dep8.notes)
+    # over engines, each combination's own MoE notes: what its engine chose
+    engines = plan(scenario, "cluster.replicas", "1:2", slos, variant="dep8_x4",
+                   overrides=short, headroom=False,
+                   over={"cluster.engine": ["vllm", "trtllm"]})  # fmt: skip
+    chose = [n for n in engines.notes if ": engine " in n]
+    assert any(n.startswith("cluster.engine=vllm: engine vllm: ") for n in chose)
+    assert any(n.startswith("cluster.engine=trtllm: engine trtllm: ") for n in chose)
+    assert [n for n in engines.notes if n.startswith("MoE model:")] == moe  # shared: said once
 
 
 def test_a_plan_over_engines_says_their_comparison_is_unvalidated() -> None:
@@ -188,3 +196,18 @@ def test_a_plan_over_engines_says_their_comparison_is_unvalidated() -> None:
                 over={**gpus, "cluster.engine": ["trtllm", "sglang"]})  # fmt: skip
     (note,) = [n for n in both.notes if n.startswith("engines compared")]
     assert note.startswith("engines compared (trtllm, sglang): ")  # each engine once
+
+
+def test_an_answer_on_a_gpu_without_a_price_says_so() -> None:
+    """B200 has no list price: the answer names its GPUs and says it has no price (it raised a
+    TypeError formatting a missing $/hour)."""
+    from pathlib import Path
+
+    from simsched.studies.plan import plan
+
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "fleet_planning.yaml"
+    short = [f"tenants.{t}.arrivals.duration_s=1" for t in ("chat", "ide", "batch")]
+    fleet = plan(scenario, "cluster.replicas", "1:2", [f"{TTFT}<=100000"], overrides=short,
+                 headroom=False, over={"cluster.gpu": ["b200", "h100-80gb"]})  # fmt: skip
+    assert "cluster.gpu=b200 with cluster.replicas=1" in fleet.message  # first of equals
+    assert fleet.message.endswith("GPUs, no list price)")
