@@ -34,7 +34,6 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from simsched.config.load_scale import unscalable_tenant
 from simsched.config.loading import (
@@ -152,8 +151,10 @@ def plan(
         if exc is not None:
             rejected[result.combo] = exc
     refuse_values_invalid_everywhere(over, rejected, label)
-    notes += _engine_notes(source, plans, chosen, flag, label)  # engines set side by side
-    notes += _moe_notes(source, plans, chosen, flag, label, resolved)  # an MoE model's error
+    # each valid combination's own variant, once: the engine and MoE notes read them
+    combined = _combinations_resolved(source, plans, chosen, flag, label)
+    notes += _engine_notes(combined)  # engines set side by side
+    notes += _moe_notes(combined, chosen, resolved)  # an MoE or speculative model's error
     seed_list = tuple(range(base.seed, base.seed + seeds)) if seeds > 1 else (None,)
     spec = ProbeSpec(source.path, label, source.raw, tuple(source.overrides), knob, chosen,
                      tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule,
@@ -270,35 +271,36 @@ def _variant(scenario: Scenario, name: str | None, label: str) -> tuple[str, Sce
     return select_variants(variants, [name], label)[0] if name else variants[-1]
 
 
-def _engine_notes(
+def _combinations_resolved(
     source: _Source, plans: list[PlanResult], chosen: str, flag: str, label: str
-) -> list[str]:
-    """The engine note a `simsched scenario` table gives variants on different engines, for the
-    combinations of `--over` (say `--over cluster.engine=vllm,sglang`) when they differ so."""
+) -> dict[str, Scenario]:
+    """The judged variant of each combination of `--over` the scenario accepts, by its label;
+    empty for a plan without `--over` (one combination: the scenario itself)."""
     if len(plans) < 2:
-        return []
-    resolved = {}  # one per engine: an `--over cluster.gpu=...` beside it repeats each engine
-    for result in plans:
-        if result.error is None:
-            loaded = _variant(source.load_at(result.combo, result.knob, result.values[0], flag),
-                              chosen, label)[1]  # fmt: skip
-            resolved.setdefault(engine_of(loaded.cluster), loaded)
-    return engine_notes(resolved, list(resolved))
-
-
-def _moe_notes(
-    source: _Source, plans: list[PlanResult], chosen: str, flag: str, label: str, resolved: Any
-) -> list[str]:
-    """The MoE and speculative notes a `simsched scenario` table gives, for the scenario or, with
-    `--over`, for each combination (an engine or GPU it sets changes what the notes say)."""
-    if len(plans) < 2:
-        return moe_notes({chosen: resolved}, [chosen])
-    by_combination = {}
+        return {}
+    combined = {}
     for result in plans:
         if result.error is None:
             loaded = source.load_at(result.combo, result.knob, result.values[0], flag)
-            by_combination[shown(result.combo)] = _variant(loaded, chosen, label)[1]
-    return moe_notes(by_combination, list(by_combination), prefix="")
+            combined[shown(result.combo)] = _variant(loaded, chosen, label)[1]
+    return combined
+
+
+def _engine_notes(combined: dict[str, Scenario]) -> list[str]:
+    """The engine note a `simsched scenario` table gives variants on different engines, for the
+    combinations of `--over` (say `--over cluster.engine=vllm,sglang`) when they differ so."""
+    resolved: dict[str, Scenario] = {}  # one per engine: an `--over cluster.gpu=...` beside it
+    for loaded in combined.values():  # repeats each engine
+        resolved.setdefault(engine_of(loaded.cluster), loaded)
+    return engine_notes(resolved, list(resolved))
+
+
+def _moe_notes(combined: dict[str, Scenario], chosen: str, resolved: Scenario) -> list[str]:
+    """The MoE and speculative notes a `simsched scenario` table gives, for the scenario or, with
+    `--over`, for each combination (an engine or GPU it sets changes what the notes say)."""
+    if not combined:
+        return moe_notes({chosen: resolved}, [chosen])
+    return moe_notes(combined, list(combined), prefix="")
 
 
 def _check_ends(
