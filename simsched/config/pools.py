@@ -22,6 +22,12 @@ from simsched.config.spec_base import Measure, MeasureOrZero, SubfieldError
 PoolRole = Literal["mixed", "prefill", "decode"]
 ENTRY_ROLES = ("mixed", "prefill")  # where a dispatched request starts
 
+
+def pools_of(cluster: Any) -> list[Any]:
+    """The pools of `cluster: {pools: [...]}`, or the one cluster as its only pool."""
+    return getattr(cluster, "pools", None) or [cluster]
+
+
 # Named links: Gb/s per direction and a one-way latency. docs/fleets.md, "KV transfer", gives the
 # sources: NVLink 4 is 900 GB/s per H100 over both directions (NVIDIA H100 datasheet), so 450
 # GB/s = 3,600 Gb/s each way; ConnectX-7 / Quantum-2 NDR InfiniBand and 400 GbE RoCE ports carry

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from simsched.config.pools import pools_of
+
 SATURATED_ENGINE_ERROR = "29.3%"  # median of the nine EN-G7/8/9 figures, worst 109.6% (SGLang)
 
 
@@ -37,8 +39,7 @@ def _named(label: str, engine: str) -> str:
 
 def engine_of(cluster: Any) -> str:
     """The engine a cluster runs (its pools' engines joined), `default` when it names none."""
-    pools = getattr(cluster, "pools", None) or [cluster]
-    return "+".join(sorted({_name(getattr(pool, "engine", None)) for pool in pools}))
+    return "+".join(sorted({_name(getattr(pool, "engine", None)) for pool in pools_of(cluster)}))
 
 
 def _name(engine: Any) -> str:

@@ -9,7 +9,13 @@ from typing import Any
 
 from simsched.config import presets
 from simsched.config.hardware import GpuSpec, ModelSpec
-from simsched.config.moe_serving import NO_EXPERT_PARALLELISM, MoeServingSpec, with_engine_choices
+from simsched.config.moe_serving import (
+    EXPERT_SETTINGS,
+    NO_EXPERT_PARALLELISM,
+    MoeServingSpec,
+    with_engine_choices,
+)
+from simsched.config.pools import pools_of
 
 # Median absolute errors of `simsched calibrate --no-fit` on the MoE and speculative cases of
 # calibration/published.yaml with the shipped defaults (docs/continuous_batching.md, Fidelity)
@@ -113,15 +119,9 @@ def _facts(pool: Any) -> tuple[Any, ...]:
     )
 
 
-# the MoE settings every case leaves at their shipped values (the fitted ones among them)
-TUNED_SETTINGS = (
-    "imbalance",
-    "alltoall_us",
-    "layer_us",
-    "expert_compute_efficiency",
-    "expert_memory_efficiency",
-    "expert_efficiency",
-)
+# the MoE settings every case leaves at their shipped values (the fitted ones among them): the
+# expert settings but for the layout and what an engine chooses, which the key compares
+TUNED_SETTINGS = tuple(s for s in EXPERT_SETTINGS if s not in ("ep", "dispatch", "permute"))
 
 
 def _unlike_the_cases(pool: Any) -> list[str]:
@@ -151,8 +151,16 @@ def _unlike_the_cases(pool: Any) -> list[str]:
 
 def _gpu_is_its_preset(gpu: Any) -> bool:
     """Whether `gpu` is its preset as shipped (a mapping that changes a rate keeps the name)."""
-    preset = presets.GPU_PRESETS.get(getattr(gpu, "name", None))
-    return preset is not None and GpuSpec(name=gpu.name, **preset).model_dump() == gpu.model_dump()
+    return _as_shipped(gpu, presets.GPU_PRESETS, GpuSpec)
+
+
+def _as_shipped(spec: Any, table: dict[str, dict], kind: type, **kept: Any) -> bool:
+    """Whether a validated `spec` is the preset its name picks from `table`, built as `kind`,
+    with the fields in `kept` taken as they are."""
+    preset = table.get(getattr(spec, "name", None))
+    if preset is None:
+        return False
+    return kind(name=spec.name, **{**preset, **kept}).model_dump() == spec.model_dump()
 
 
 # the facts a checked configuration may differ in from a run of the same model, GPU and layout
@@ -189,11 +197,10 @@ def _precision(dtype: str | None) -> str:
 
 def _is_its_preset(model: Any) -> bool:
     """Whether `model` is its preset as shipped, up to its weight and KV precision."""
-    preset = presets.MODEL_PRESETS.get(getattr(model, "name", None))
-    if preset is None:
+    if getattr(model, "name", None) is None:
         return False
-    fields = {**preset, "weight_dtype": model.weight_dtype, "kv_dtype": model.kv_dtype}
-    return ModelSpec(name=model.name, **fields).model_dump() == model.model_dump()
+    precision = {"weight_dtype": model.weight_dtype, "kv_dtype": model.kv_dtype}
+    return _as_shipped(model, presets.MODEL_PRESETS, ModelSpec, **precision)
 
 
 def configuration_note(pool: Any) -> str | None:
@@ -302,11 +309,6 @@ def moe_notes(resolved: dict[str, Any], variants: list[str], prefix: str = "vari
         note if len(names) == every or every == 1 else f"{prefix}{', '.join(names)}: {note}"
         for note, names in found.items()
     ]
-
-
-def pools_of(cluster: Any) -> list[Any]:
-    """The pools of `cluster: {pools: [...]}`, or the one cluster."""
-    return getattr(cluster, "pools", None) or [cluster]
 
 
 def _notes_for(pool: Any, named: bool = False) -> list[str]:

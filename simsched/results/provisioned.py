@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simsched.config.pools import pools_of
 from simsched.config.presets import weight_bytes
 from simsched.config.prices import gpu_price
 
@@ -178,6 +179,5 @@ def _ratio(part: float, whole: float) -> float:
 def autoscaled(scenario: Any) -> bool:
     """Whether the variant's cluster, or one of its pools, has an autoscaler (then every variant
     reports this block)."""
-    cluster = scenario.cluster
-    pools = getattr(cluster, "pools", None) or [cluster]
+    pools = pools_of(scenario.cluster)
     return any(getattr(pool, "autoscale", None) is not None for pool in pools)
