@@ -16,25 +16,13 @@ import simpy
 from simsched.config.load_scale import at_load_scale
 from simsched.sim.feed import Feed
 from simsched.sim.gateway import TickGateway
-from simsched.sim.recorder import Recorder
+from simsched.sim.recorder import PER_REQUEST_ARRAYS, Recorder
 from simsched.sim.requests import Request
 from simsched.sim.session_feed import ReactiveFeed
 from simsched.workload.build import prefix_rng, tenant_rng
 from simsched.workload.session_plans import is_reactive, session_plans
 
-_GROWING = (
-    "status_code",
-    "ttft_ms",
-    "queue_wait_ms",
-    "kv_occupancy_ratio",
-    "dispatch_ms",
-    "first_token_ms",
-    "finish_ms",
-    "preemptions",
-    "replica",
-    "cached_tokens",
-    "preempted_cached_tokens",
-)
+_GROWING = PER_REQUEST_ARRAYS
 
 
 def has_reactive(scenario) -> bool:

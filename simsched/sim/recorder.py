@@ -25,10 +25,9 @@ SHED_REASONS = (SHED_KV_WATERMARK, SHED_QUEUE_WAIT, SHED_TOKEN_QUOTA)
 STATUS_OK = 200
 STATUS_SHED = 429
 NAN = math.nan
-# The per-request outcomes every run fills, each a typed array of the recorder (the prefix-cache
-# counts, filled only with caching, are left out): what an exact comparison of two runs reads
-OUTCOME_ARRAYS = (
-    "order",
+# The recorder's typed arrays with one slot a request (a reactive run grows them as it adds
+# requests), the prefix-cache counts among them
+PER_REQUEST_ARRAYS = (
     "status_code",
     "ttft_ms",
     "queue_wait_ms",
@@ -38,7 +37,13 @@ OUTCOME_ARRAYS = (
     "finish_ms",
     "preemptions",
     "replica",
+    "cached_tokens",
+    "preempted_cached_tokens",
 )
+PREFIX_CACHE_ARRAYS = ("cached_tokens", "preempted_cached_tokens")  # filled only with caching
+# The per-request outcomes every run fills (the decision order and the arrays above but the
+# prefix-cache counts): what an exact comparison of two runs reads
+OUTCOME_ARRAYS = ("order", *(n for n in PER_REQUEST_ARRAYS if n not in PREFIX_CACHE_ARRAYS))
 
 
 class Recorder:
