@@ -113,7 +113,32 @@ def render(result: Calibration) -> str:
     for label, errors in zip(labels, (before_errors, after_errors), strict=True):
         median, worst = summary(errors)
         lines.append(f"{label}: median absolute error {median:.1%}, worst {worst:.1%}")
+    if spec.case_areas:
+        lines += _by_area(list(spec.areas), spec.case_areas, labels, before_errors, after_errors)
     return "\n".join(lines)
+
+
+def _by_area(
+    order: list[str],
+    case_areas: list[str],
+    labels: tuple[str, str],
+    before: list[float],
+    after: list[float],
+) -> list[str]:
+    """The two columns' median and worst absolute error within each of the file's areas."""
+    from simsched.studies.calibration.areas import summarise_areas
+
+    columns = [summarise_areas(order, case_areas, errors) for errors in (before, after)]
+    width = max(len("by area"), *(len(area.name) + 2 for area in columns[0]))
+    heads = [f"{label} median / worst" for label in labels]
+    lines = [f"{'by area':<{width}}  figures  {heads[0]:<28}  {heads[1]}"]
+    for first, second in zip(*columns, strict=True):
+        pair = f"{first.median:.1%} / {first.worst:.1%}"
+        lines.append(
+            f"  {first.name:<{width - 2}}  {first.figures:>7}  {pair:<28}  "
+            f"{second.median:.1%} / {second.worst:.1%}"
+        )
+    return lines
 
 
 def fragment(result: Calibration, file: Path) -> str:

@@ -123,6 +123,12 @@ def mutate(spec: dict, change: str) -> None:
     elif change == "vllm_json":
         del spec["cases"][0]["measured"]
         spec["cases"][0]["vllm_result"] = "broken.json"
+    elif change == "area_typo":
+        spec["areas"] = {"decode": ["lone_*", "batch_decod"]}
+    elif change == "area_overlap":
+        spec["areas"] = {"decode": ["*decode"], "batch": ["batch_*"]}
+    elif change == "area_empty":
+        spec["areas"] = {"decode": []}
 
 
 @pytest.mark.parametrize(
@@ -136,6 +142,10 @@ def mutate(spec: dict, change: str) -> None:
         ("case_filter", "cal.yaml: settings[0].cases"),
         ("bad_set", "cal.yaml: cases[0].set"),
         ("vllm_json", "cal.yaml: cases[0].vllm_result"),
+        ("area_typo", "cal.yaml: areas.decode: pattern 'batch_decod' matches no case"),
+        # safe_dump sorts the keys: batch is read first
+        ("area_overlap", "cal.yaml: areas.decode: case 'batch_decode' is in area 'batch' too"),
+        ("area_empty", "cal.yaml: areas.decode"),
     ],
 )
 def test_bad_calibration_files_exit_2_with_one_line(

@@ -22,6 +22,7 @@ from simsched.config.shadowing import refuse_shadowed
 from simsched.config.validation_errors import input_error
 from simsched.config.yaml_io import MAX_SCENARIO_BYTES, parse_yaml_mapping, read_text
 from simsched.errors import InputError
+from simsched.studies.calibration.areas import area_of_cases
 from simsched.studies.calibration.command_line import (
     CommandLine,
     Flag,
@@ -34,6 +35,7 @@ from simsched.studies.calibration.metrics import METRICS, VLLM_KEYS
 from simsched.studies.calibration.paths import long_forms, per_pool
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
+NonEmpty = Annotated[str, Field(min_length=1)]
 # A `vllm bench serve --save-result` JSON is a few KiB (per-request lists make it larger).
 MAX_VLLM_RESULT_BYTES = 64 * 1024**2
 
@@ -93,13 +95,23 @@ class CalibrationFile(Model):
     settings: Annotated[list[Setting], Field(min_length=1)]
     cases: Annotated[list[Case], Field(min_length=1)]
     max_iterations: Annotated[int, Field(gt=0)] = 60  # optimiser iterations, a cap
+    # area name -> case-name globs (areas.py): errors summed up per area as well
+    areas: dict[NonEmpty, Annotated[list[NonEmpty], Field(min_length=1)]] = Field(
+        default_factory=dict
+    )
     _warnings: list[str] = PrivateAttr(default_factory=list)
+    _case_areas: list[str] = PrivateAttr(default_factory=list)
     _command_line: CommandLine = PrivateAttr(default_factory=CommandLine)
 
     @property
     def warnings(self) -> list[str]:
         """What the file should change: an old key's new name."""
         return list(self._warnings)
+
+    @property
+    def case_areas(self) -> list[str]:
+        """Each case's area (areas.py), in case order; empty when the file has no areas."""
+        return list(self._case_areas)
 
     @property
     def command_line(self) -> CommandLine:
@@ -151,6 +163,8 @@ def load_calibration(
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise InputError(label, "cases", f"case name {dup!r} is given twice")
+    if spec.areas:
+        spec._case_areas = area_of_cases(spec.areas, names, label)
     spec = _with_flags(spec, parse_flags(overrides, label), label)
     base = path.parent
     measured = [_measured(case, base, label, i) for i, case in enumerate(spec.cases)]
