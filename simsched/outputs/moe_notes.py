@@ -289,6 +289,22 @@ def engine_choices_note(pool: Any) -> str | None:
     return note + " (docs/engines.md; docs/moe.md, Calibration)"
 
 
+# docs/moe.md, "Attention-DP ranks": what the replica pools that the engines keep apart
+ATTENTION_DP_NOTE = (
+    "attention DP: the {ranks} ranks are simulated as one pool that shares each iteration's "
+    "work evenly; engines step them in lockstep, each rank with its own requests, budget and "
+    "KV, and pad every rank's MoE input to the busiest rank's tokens, so where ranks get "
+    "unequal prompts (variable lengths, arrivals over time) the real iterations are longer and "
+    "TTFT and throughput here optimistic, by an amount no published run checks (docs/moe.md, "
+    "Attention-DP ranks)"
+)
+
+
+def attention_dp_of(pool: Any) -> int:
+    """A pool's attention-DP ranks (1 without `moe_serving`)."""
+    return (getattr(pool, "moe_serving", None) or NO_EXPERT_PARALLELISM).attention_dp
+
+
 def served(cluster: Any) -> list[tuple[Any, Any]]:
     """(model, speculative) of each pool of `cluster: {pools: [...]}`, or of the one cluster."""
     return [(getattr(p, "model", None), getattr(p, "speculative", None)) for p in pools_of(cluster)]
@@ -322,6 +338,8 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
         own = [configuration_note(pool), nearest_note(pool), engine_choices_note(pool)]
         pool_name = f"pool {getattr(pool, 'name', '?')}: " if named else ""
         notes += [pool_name + note for note in own if note is not None]
+        if attention_dp_of(pool) > 1:
+            notes.append(pool_name + ATTENTION_DP_NOTE.format(ranks=attention_dp_of(pool)))
     engine = getattr(getattr(pool, "engine", None), "name", None)
     if getattr(model, "name", None) == JUDGED_ON_VLLM and engine in VLLM_ENGINES:
         notes.append(VLLM_GPT_OSS_NOTE)

@@ -190,3 +190,21 @@ def test_each_pool_of_a_pd_cluster_is_named_and_its_role_is_unchecked(tmp_path: 
     for role in ("prefill", "decode"):
         (note,) = [n for n in notes if n.startswith(f"pool {role}: the MoE cases check")]
         assert "differs from in its P/D role" in note
+
+
+def attention_dp_notes(*sets: str) -> list[str]:
+    return [n for n in notes(*sets) if n.startswith("attention DP:")]
+
+
+def test_attention_dp_says_its_ranks_are_pooled_with_their_count() -> None:
+    # DEP8: eight ranks run in lockstep by the engines, one balanced pool here (docs/moe.md,
+    # "Attention-DP ranks"); DEP4 names four; attention TP over the node (attention_dp 1) and
+    # a dense model have no ranks to pool
+    (note,) = attention_dp_notes()
+    assert note.startswith("attention DP: the 8 ranks are simulated as one pool")
+    assert "TTFT and throughput here optimistic" in note and "Attention-DP ranks" in note
+    (four,) = attention_dp_notes("cluster.moe_serving={ep: 8, attention_dp: 4}")
+    assert four.startswith("attention DP: the 4 ranks")
+    assert attention_dp_notes("cluster.moe_serving={ep: 8, attention_dp: 1}") == []
+    dense = load_scenario(ROOT / "scenarios" / "fleet_planning.yaml").cluster  # a dense model
+    assert not any(n.startswith("attention DP") for n in moe_notes._notes_for(dense))
