@@ -13,6 +13,7 @@ from simsched.cli.options import SetOption
 from simsched.errors import InputError
 
 if TYPE_CHECKING:  # the library loads when the command runs, so `--help` stays fast
+    from simsched.studies.calibration.areas import Area, AreaSummary
     from simsched.studies.calibration.fit import Calibration
 
 
@@ -69,6 +70,7 @@ def _progress(
 
 
 def render(result: Calibration) -> str:
+    from simsched.studies.calibration.areas import AreaSummary
     from simsched.studies.calibration.fit import error, summary
 
     spec = result.spec
@@ -112,33 +114,48 @@ def render(result: Calibration) -> str:
     labels = ("as written", "fitted" if result.fit else "start values")
     for label, errors in zip(labels, (before_errors, after_errors), strict=True):
         median, worst = summary(errors)
-        lines.append(f"{label}: median absolute error {median:.1%}, worst {worst:.1%}")
+        whole = AreaSummary("", len(errors), median, worst, spec.median_target)
+        lines.append(
+            f"{label}: median absolute error {median:.1%}, worst {worst:.1%}{_against(whole)}"
+        )
     if spec.case_areas:
-        lines += _by_area(list(spec.areas), spec.case_areas, labels, before_errors, after_errors)
+        lines += _by_area(spec.areas, spec.case_areas, labels, before_errors, after_errors)
     return "\n".join(lines)
 
 
+def _against(summary: AreaSummary) -> str:
+    """' (target 8%: met)', or nothing without a target."""
+    if summary.target is None:
+        return ""
+    return f" (target {summary.target:g}%: {summary.verdict})"
+
+
 def _by_area(
-    order: list[str],
+    areas: dict[str, Area],
     case_areas: list[str],
     labels: tuple[str, str],
     before: list[float],
     after: list[float],
 ) -> list[str]:
-    """The two columns' median and worst absolute error within each of the file's areas."""
+    """The two columns' median and worst absolute error within each of the file's areas, each
+    median against the area's target where it has one."""
     from simsched.studies.calibration.areas import summarise_areas
 
-    columns = [summarise_areas(order, case_areas, errors) for errors in (before, after)]
+    columns = [summarise_areas(areas, case_areas, errors) for errors in (before, after)]
     width = max(len("by area"), *(len(area.name) + 2 for area in columns[0]))
     heads = [f"{label} median / worst" for label in labels]
-    lines = [f"{'by area':<{width}}  figures  {heads[0]:<28}  {heads[1]}"]
+    lines = [f"{'by area':<{width}}  figures  target  {heads[0]:<30}  {heads[1]}"]
     for first, second in zip(*columns, strict=True):
-        pair = f"{first.median:.1%} / {first.worst:.1%}"
+        target = "-" if first.target is None else f"{first.target:g}%"
         lines.append(
-            f"  {first.name:<{width - 2}}  {first.figures:>7}  {pair:<28}  "
-            f"{second.median:.1%} / {second.worst:.1%}"
+            f"  {first.name:<{width - 2}}  {first.figures:>7}  {target:>6}  "
+            f"{_pair(first):<30}  {_pair(second)}".rstrip()
         )
     return lines
+
+
+def _pair(area: AreaSummary) -> str:
+    return f"{area.median:.1%} / {area.worst:.1%} {area.verdict}".rstrip()
 
 
 def fragment(result: Calibration, file: Path) -> str:

@@ -129,6 +129,16 @@ def mutate(spec: dict, change: str) -> None:
         spec["areas"] = {"decode": ["*decode"], "batch": ["batch_*"]}
     elif change == "area_empty":
         spec["areas"] = {"decode": []}
+    elif change == "area_list":
+        spec["areas"] = [{"decode": ["*_decode"]}]
+    elif change == "area_number":
+        spec["areas"] = {"decode": [200]}
+    elif change == "area_key":
+        spec["areas"] = {"decode": {"cases": ["*_decode"], "target": 12}}
+    elif change == "area_target":
+        spec["areas"] = {"decode": {"cases": ["*_decode"], "median_target": 0}}
+    elif change == "whole_target":
+        spec["median_target"] = "8%"
 
 
 @pytest.mark.parametrize(
@@ -145,7 +155,12 @@ def mutate(spec: dict, change: str) -> None:
         ("area_typo", "cal.yaml: areas.decode: pattern 'batch_decod' matches no case"),
         # safe_dump sorts the keys: batch is read first
         ("area_overlap", "cal.yaml: areas.decode: case 'batch_decode' is in area 'batch' too"),
-        ("area_empty", "cal.yaml: areas.decode"),
+        ("area_empty", "cal.yaml: areas.decode.cases: give at least one case-name glob"),
+        ("area_list", "cal.yaml: areas: a mapping of area name to its cases"),
+        ("area_number", "cal.yaml: areas.decode.cases: pattern 200 is not a glob: quote it"),
+        ("area_key", "cal.yaml: areas.decode.target"),
+        ("area_target", "cal.yaml: areas.decode.median_target"),
+        ("whole_target", "cal.yaml: median_target"),
     ],
 )
 def test_bad_calibration_files_exit_2_with_one_line(

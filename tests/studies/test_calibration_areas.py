@@ -8,14 +8,24 @@ import pytest
 import yaml
 
 from simsched.errors import InputError
-from simsched.studies.calibration.areas import OTHER, area_of_cases, summarise_areas
+from simsched.studies.calibration.areas import (
+    OTHER,
+    Area,
+    AreaSummary,
+    area_of_cases,
+    summarise_areas,
+)
 from tests.studies.test_calibrate import calibration_file
 
 NAMES = ["trt_8b", "trt_70b", "moe_qwen", "moe_mixtral", "sd_mtp1", "lone"]
 
 
+def areas_of(**patterns: list[str]) -> dict[str, Area]:
+    return {name: Area(cases=globs) for name, globs in patterns.items()}
+
+
 def test_cases_fall_in_the_area_whose_pattern_they_match_and_the_rest_in_other() -> None:
-    areas = {"dense": ["trt_*"], "moe": ["moe_*"], "spec": ["sd_mtp?"]}
+    areas = areas_of(dense=["trt_*"], moe=["moe_*"], spec=["sd_mtp?"])
     assert area_of_cases(areas, NAMES, "cal.yaml") == [
         "dense", "dense", "moe", "moe", "spec", OTHER,
     ]  # fmt: skip
@@ -23,12 +33,12 @@ def test_cases_fall_in_the_area_whose_pattern_they_match_and_the_rest_in_other()
 
 def test_other_is_not_an_area_name() -> None:
     with pytest.raises(InputError, match=r"areas\.other"):
-        area_of_cases({"other": ["trt_*"]}, NAMES, "cal.yaml")
+        area_of_cases(areas_of(other=["trt_*"]), NAMES, "cal.yaml")
 
 
 def test_patterns_are_case_sensitive() -> None:
     with pytest.raises(InputError, match="'TRT_\\*' matches no case"):
-        area_of_cases({"dense": ["TRT_*"]}, NAMES, "cal.yaml")
+        area_of_cases(areas_of(dense=["TRT_*"]), NAMES, "cal.yaml")
 
 
 def test_each_area_gets_its_median_and_worst_of_absolute_errors() -> None:
@@ -37,7 +47,7 @@ def test_each_area_gets_its_median_and_worst_of_absolute_errors() -> None:
     # one case without an area, listed last as `other` although it comes first
     case_areas = [OTHER, "dense", "moe", "dense", "moe", "dense"]
     errors = [0.5, 0.10, -0.05, -0.30, 0.15, 0.20]
-    rows = summarise_areas(["dense", "moe"], case_areas, errors)
+    rows = summarise_areas(areas_of(dense=["d*"], moe=["m*"]), case_areas, errors)
     assert [(r.name, r.figures) for r in rows] == [("dense", 3), ("moe", 2), (OTHER, 1)]
     assert rows[0].median == pytest.approx(0.20) and rows[0].worst == pytest.approx(0.30)
     assert rows[1].median == pytest.approx(0.10) and rows[1].worst == pytest.approx(0.15)
@@ -45,7 +55,20 @@ def test_each_area_gets_its_median_and_worst_of_absolute_errors() -> None:
 
 
 def test_an_area_with_no_case_in_a_column_is_not_printed() -> None:
-    assert [r.name for r in summarise_areas(["dense", "moe"], ["moe"], [0.1])] == ["moe"]
+    areas = areas_of(dense=["d*"], moe=["m*"])
+    assert [r.name for r in summarise_areas(areas, ["moe"], [0.1])] == ["moe"]
+
+
+def test_a_target_is_met_at_or_under_it_before_rounding() -> None:
+    # 12% exactly is within a 12% target; 12.04% prints as 12.0% but misses it
+    assert AreaSummary("moe", 3, 0.12, 0.3, 12.0).verdict == "met"
+    assert AreaSummary("moe", 3, 0.1204, 0.3, 12.0).verdict == "missed"
+    assert AreaSummary("moe", 3, 0.5, 0.9, None).verdict == ""
+    areas = {"moe": Area(cases=["m*"], median_target=12.0), "dense": Area(cases=["d*"])}
+    rows = summarise_areas(areas, ["moe", "dense", OTHER], [0.2, 0.01, 0.3])
+    assert [(r.name, r.target, r.verdict) for r in rows] == [
+        ("moe", 12.0, "missed"), ("dense", None, ""), (OTHER, None, ""),
+    ]  # fmt: skip
 
 
 def test_the_command_prints_each_areas_errors_from_the_case_table(
@@ -53,7 +76,10 @@ def test_the_command_prints_each_areas_errors_from_the_case_table(
 ) -> None:
     path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
     spec = yaml.safe_load(path.read_text(encoding="utf-8"))
-    spec["areas"] = {"decode": ["*_decode"]}
+    # a target between the decode area's two columns' medians would be read off either; a huge
+    # one is met by both, a tiny one missed by both
+    spec["areas"] = {"decode": {"cases": ["*_decode"], "median_target": 1000}}
+    spec["median_target"] = 0.001
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
     code, out, _ = simsched_cli("calibrate", str(path), "--no-fit")
     assert code in (0, None)
@@ -69,11 +95,19 @@ def test_the_command_prints_each_areas_errors_from_the_case_table(
     for row, area, cases in ((1, "decode", decode), (2, OTHER, [errors["prefill"]])):
         fields = lines[head + row].split()
         assert fields[0] == area and int(fields[1]) == len(cases)
-        for column, at in ((0, 2), (1, 5)):  # "m% / w%;" then the second column's
+        assert fields[2] == ("1000%" if area == "decode" else "-")
+        # "median% / worst%" and, with a target, its verdict; then the second column's
+        at = 3
+        for column in (0, 1):
             values = sorted(abs(case[column]) for case in cases)
             median = sum(values[:2]) / len(values[:2]) if len(values) == 2 else values[0]
             assert float(fields[at].rstrip("%")) == pytest.approx(100 * median, abs=0.11)
             assert float(fields[at + 2].rstrip("%")) == pytest.approx(100 * values[-1], abs=0.11)
+            if area == "decode":
+                assert fields[at + 3] == "met"
+                at += 1
+            at += 3
+    assert all(line.endswith("(target 0.001%: missed)") for line in lines[head - 2 : head])
 
 
 def test_no_areas_no_area_lines(tmp_path: Path, simsched_cli) -> None:

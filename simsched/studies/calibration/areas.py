@@ -1,48 +1,102 @@
 """Areas of a calibration file: named groups of cases (by name patterns) whose errors are
-summed up apart, so that a target per area ("MoE within 12%") reads off one run.
+summed up apart, each with an optional target, so that "MoE within 12%" reads off one run.
 
+    median_target: 8            # percent, the whole file's
     areas:
       dense: ["trt_*", "g?_*"]
-      moe: ["moe_*"]
+      moe: {cases: ["moe_*"], median_target: 12}
 
 A pattern is a shell-style glob over case names (`fnmatch`, case-sensitive). Each pattern must
 match some case, and no case may fall in two areas: a typo or an overlap would move figures
-between areas without a word. Cases no area names are summed up as `other`.
+between areas without a word. Cases no area names are summed up as `other`. A target is met
+when the median absolute error, before rounding, is at most the target.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from simsched.errors import InputError
 
 OTHER = "other"  # the cases no area names, when the file has areas
+# percent: an error target is read as the printed errors are
+Target = Annotated[float, Field(gt=0, le=1000, allow_inf_nan=False)]
+SHAPE = "an area is a list of case-name globs, or {cases: [globs], median_target: percent}"
+
+
+class Area(BaseModel):
+    """One area: its case-name globs and the median absolute error it should stay within."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    cases: list[str]
+    median_target: Target | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        """`dense: ["trt_*"]` is `dense: {cases: ["trt_*"]}`."""
+        if isinstance(value, list):
+            return {"cases": value}
+        if not isinstance(value, dict):
+            raise ValueError(SHAPE)
+        return value
+
+    @field_validator("cases", mode="before")
+    @classmethod
+    def _patterns(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            raise ValueError('a list of case-name globs, e.g. ["moe_*"]')
+        if not value:
+            raise ValueError("give at least one case-name glob, or remove the area")
+        for pattern in value:
+            if not isinstance(pattern, str) or not pattern:
+                raise ValueError(f'pattern {pattern!r} is not a glob: quote it ("{pattern}")')
+        return value
 
 
 @dataclass(frozen=True)
 class AreaSummary:
-    """One area's figures: how many, and their median and worst absolute error."""
+    """One area's figures: how many, their median and worst absolute error, and its target
+    (percent, None without one)."""
 
     name: str
     figures: int
     median: float
     worst: float
+    target: float | None = None
+
+    @property
+    def verdict(self) -> str:
+        """'met' or 'missed' against the target ('' without one)."""
+        if self.target is None:
+            return ""
+        return "met" if 100 * self.median <= self.target else "missed"
 
 
-def area_of_cases(areas: dict[str, list[str]], names: list[str], label: str) -> list[str]:
+def area_of_cases(areas: dict[str, Area], names: list[str], label: str) -> list[str]:
     """Each case's area (`OTHER` for a case no area names); an `InputError` naming the file's
     `areas.NAME` field for a pattern that matches no case or a case two areas claim."""
     found: dict[str, str] = {}
-    for area, patterns in areas.items():
+    for area, spec in areas.items():
         if area == OTHER:
-            raise InputError(label, f"areas.{area}", f"{OTHER!r} names the cases no area names")
-        for pattern in patterns:
+            raise InputError(
+                label, f"areas.{area}", f"{OTHER!r} names the cases no area names: rename it"
+            )
+        for pattern in spec.cases:
             matched = [name for name in names if fnmatchcase(name, pattern)]
             if not matched:
-                raise InputError(label, f"areas.{area}", f"pattern {pattern!r} matches no case")
+                raise InputError(
+                    label,
+                    f"areas.{area}",
+                    f"pattern {pattern!r} matches no case (globs: * any text, ? one character, "
+                    "case-sensitive)",
+                )
             for name in matched:
                 earlier = found.setdefault(name, area)
                 if earlier != area:
@@ -53,15 +107,21 @@ def area_of_cases(areas: dict[str, list[str]], names: list[str], label: str) -> 
 
 
 def summarise_areas(
-    order: list[str], case_areas: list[str], errors: list[float]
+    areas: dict[str, Area], case_areas: list[str], errors: list[float]
 ) -> list[AreaSummary]:
     """Per area, in the file's order and then `OTHER` if any case has no area (`case_areas`:
     one per case, as `area_of_cases` gives them): the count, median and worst of |error|."""
-    by_area: dict[str, list[float]] = {name: [] for name in [*order, OTHER]}
+    by_area: dict[str, list[float]] = {name: [] for name in [*areas, OTHER]}
     for area, value in zip(case_areas, errors, strict=True):
         by_area[area].append(abs(value))
     return [
-        AreaSummary(name, len(values), float(np.median(values)), max(values))
+        AreaSummary(
+            name,
+            len(values),
+            float(np.median(values)),
+            max(values),
+            areas[name].median_target if name in areas else None,
+        )
         for name, values in by_area.items()
         if values
     ]

@@ -13,7 +13,15 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from simsched.config.inputs import scenario_inputs
 from simsched.config.loading import load_scenario
@@ -22,7 +30,7 @@ from simsched.config.shadowing import refuse_shadowed
 from simsched.config.validation_errors import input_error
 from simsched.config.yaml_io import MAX_SCENARIO_BYTES, parse_yaml_mapping, read_text
 from simsched.errors import InputError
-from simsched.studies.calibration.areas import area_of_cases
+from simsched.studies.calibration.areas import SHAPE, Area, Target, area_of_cases
 from simsched.studies.calibration.command_line import (
     CommandLine,
     Flag,
@@ -95,10 +103,10 @@ class CalibrationFile(Model):
     settings: Annotated[list[Setting], Field(min_length=1)]
     cases: Annotated[list[Case], Field(min_length=1)]
     max_iterations: Annotated[int, Field(gt=0)] = 60  # optimiser iterations, a cap
-    # area name -> case-name globs (areas.py): errors summed up per area as well
-    areas: dict[NonEmpty, Annotated[list[NonEmpty], Field(min_length=1)]] = Field(
-        default_factory=dict
-    )
+    # area name -> case-name globs (areas.py): errors summed up per area as well, each against
+    # its target; `median_target` is the whole file's (percent)
+    areas: dict[NonEmpty, Area] = Field(default_factory=dict)
+    median_target: Target | None = None
     _warnings: list[str] = PrivateAttr(default_factory=list)
     _case_areas: list[str] = PrivateAttr(default_factory=list)
     _command_line: CommandLine = PrivateAttr(default_factory=CommandLine)
@@ -107,6 +115,15 @@ class CalibrationFile(Model):
     def warnings(self) -> list[str]:
         """What the file should change: an old key's new name."""
         return list(self._warnings)
+
+    @field_validator("areas", mode="before")
+    @classmethod
+    def _areas_mapping(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError(
+                f'a mapping of area name to its cases ({SHAPE}), e.g. dense: ["trt_*"]'
+            )
+        return value
 
     @property
     def case_areas(self) -> list[str]:
