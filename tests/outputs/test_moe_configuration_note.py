@@ -202,7 +202,8 @@ def test_attention_dp_says_its_ranks_are_pooled_with_their_count() -> None:
     # a dense model have no ranks to pool
     (note,) = attention_dp_notes()
     assert note.startswith("attention DP: the 8 ranks are simulated as one pool")
-    assert "TTFT and throughput here optimistic" in note and "Attention-DP ranks" in note
+    assert "read TTFT and throughput here as optimistic" in note and "Attention-DP ranks" in note
+    assert "--model-error does not cover" in note
     (four,) = attention_dp_notes("cluster.moe_serving={ep: 8, attention_dp: 4}")
     assert four.startswith("attention DP: the 4 ranks")
     assert attention_dp_notes("cluster.moe_serving={ep: 8, attention_dp: 1}") == []
