@@ -158,7 +158,8 @@ def check_layout(spec: MoeServingSpec, tp: int, model: Any) -> None:
 
 
 # The settings that describe the routed experts: on a dense model nothing reads them, so a value
-# other than the default would be silently ignored (attention_dp applies to any model)
+# other than the default would be silently ignored (attention_dp, refused on a dense model as
+# well, is checked apart: it describes the attention, not the experts)
 EXPERT_SETTINGS = (
     "ep",
     "imbalance",
@@ -180,6 +181,15 @@ def _refuse_expert_settings_on_a_dense_model(spec: MoeServingSpec, model: Any) -
         if value != MoeServingSpec.model_fields[name].default:
             what = "splits experts" if name == "ep" else "applies to the routed experts"
             raise SubfieldError(name, f"{name} ({value}) {what}, and model {model.name!r} has none")
+    if spec.attention_dp > 1:
+        # the dense roofline costs attention over all tp GPUs: only the replicated weights' memory
+        # would change, a half-modelled layout (docs/moe.md, "Layout checks")
+        raise SubfieldError(
+            "attention_dp",
+            f"attention_dp ({spec.attention_dp}) is modelled for MoE models only, and model "
+            f"{model.name!r} is dense: for data parallelism of a dense model, run more replicas "
+            "with a smaller tp",
+        )
 
 
 def replicated_attention_bytes(model: Any, spec: MoeServingSpec | None) -> int:

@@ -291,8 +291,8 @@ def engine_choices_note(pool: Any) -> str | None:
 
 # docs/moe.md, "Attention-DP ranks": what the replica pools that the engines keep apart
 ATTENTION_DP_NOTE = (
-    "attention DP: the {ranks} ranks are simulated as one pool that shares each iteration's "
-    "work evenly. Engines step them in lockstep, each rank with its own requests and KV, and "
+    "attention DP: the {ranks} ranks are simulated as one, each iteration's work shared "
+    "evenly among them. Engines step them in lockstep, each rank with its own requests and KV, and "
     "pad every rank's MoE input to the busiest rank's, so with unequal prompts per rank the "
     "real iterations are longer: read TTFT and throughput here as optimistic, by an amount no "
     "published run checks and --model-error does not cover (docs/moe.md, Attention-DP ranks)"

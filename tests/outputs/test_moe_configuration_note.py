@@ -201,7 +201,7 @@ def test_attention_dp_says_its_ranks_are_pooled_with_their_count() -> None:
     # "Attention-DP ranks"); DEP4 names four; attention TP over the node (attention_dp 1) and
     # a dense model have no ranks to pool
     (note,) = attention_dp_notes()
-    assert note.startswith("attention DP: the 8 ranks are simulated as one pool")
+    assert note.startswith("attention DP: the 8 ranks are simulated as one, each iteration")
     assert "read TTFT and throughput here as optimistic" in note and "Attention-DP ranks" in note
     assert "--model-error does not cover" in note
     (four,) = attention_dp_notes("cluster.moe_serving={ep: 8, attention_dp: 4}")

@@ -42,15 +42,16 @@ def test_patterns_are_case_sensitive() -> None:
 
 
 def test_each_area_gets_its_median_and_worst_of_absolute_errors() -> None:
-    # dense: |+0.10|, |-0.30|, |+0.20| -> median 0.20, worst 0.30 (the sign does not matter);
-    # moe: |-0.05|, |+0.15| -> median 0.10 (the mean of the middle two), worst 0.15;
-    # one case without an area, listed last as `other` although it comes first
-    case_areas = [OTHER, "dense", "moe", "dense", "moe", "dense"]
-    errors = [0.5, 0.10, -0.05, -0.30, 0.15, 0.20]
+    # dense: |+0.01|, |-0.90|, |+0.02| -> median 0.02 (the middle one, not the mean 0.31),
+    # worst 0.90 (the sign does not matter); moe: |-0.05|, |+0.15|, |+0.02|, |-0.60| -> median
+    # 0.10 (the mean of the middle two, 0.05 and 0.15; the mean of all four would be 0.205),
+    # worst 0.60; one case without an area, listed last as `other` although it comes first
+    case_areas = [OTHER, "dense", "moe", "dense", "moe", "dense", "moe", "moe"]
+    errors = [0.5, 0.01, -0.05, -0.90, 0.15, 0.02, 0.02, -0.60]
     rows = summarise_areas(areas_of(dense=["d*"], moe=["m*"]), case_areas, errors)
-    assert [(r.name, r.figures) for r in rows] == [("dense", 3), ("moe", 2), (OTHER, 1)]
-    assert rows[0].median == pytest.approx(0.20) and rows[0].worst == pytest.approx(0.30)
-    assert rows[1].median == pytest.approx(0.10) and rows[1].worst == pytest.approx(0.15)
+    assert [(r.name, r.figures) for r in rows] == [("dense", 3), ("moe", 4), (OTHER, 1)]
+    assert rows[0].median == pytest.approx(0.02) and rows[0].worst == pytest.approx(0.90)
+    assert rows[1].median == pytest.approx(0.10) and rows[1].worst == pytest.approx(0.60)
     assert rows[2].median == pytest.approx(0.5)
 
 
@@ -96,7 +97,8 @@ def test_the_command_prints_each_areas_errors_from_the_case_table(
         fields = lines[head + row].split()
         assert fields[0] == area and int(fields[1]) == len(cases)
         assert fields[2] == ("1000%" if area == "decode" else "-")
-        # "median% / worst%" and, with a target, its verdict; then the second column's
+        # "median% / worst%" and, with a target, its verdict; then the second column's (the
+        # area names here have no spaces: the row splits on whitespace)
         at = 3
         for column in (0, 1):
             values = sorted(abs(case[column]) for case in cases)

@@ -393,6 +393,13 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
             "  service_model: continuous_batching\n  moe_serving: {layer_us: 10}",
             "layer_us (10.0) applies to the routed experts",
         ),
+        # the dense roofline costs attention over all tp GPUs: attention DP would only move
+        # memory, so it is refused as well
+        (
+            "  service_model: continuous_batching\n  tp: 2\n  moe_serving: {attention_dp: 2}",
+            "cluster.moe_serving.attention_dp: attention_dp (2) is modelled for MoE models only, "
+            "and model 'llama-3-8b' is dense",
+        ),
         (
             "  service_model: continuous_batching\n  moe_serving: {dispatch: allgather}",
             "dispatch (allgather) applies to the routed experts",
