@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from simsched import __version__
-from simsched.cli.options import FileArg, Format, SetOption, named_by
+from simsched.cli.options import FileArg, Format, SetOption, VariantOption, named_by
 from simsched.cli.startup import release_interrupts
 from simsched.cli.studies import register as register_analysis_commands
 from simsched.errors import InputError
@@ -52,10 +52,7 @@ def _options(
 @app.command()
 def scenario(
     file: FileArg,
-    variant: Annotated[
-        list[str] | None,
-        typer.Option("--variant", metavar="NAME", help="Run only this variant (repeatable)."),
-    ] = None,
+    variant: VariantOption = None,
     set_: SetOption = None,
     out: Annotated[
         Path | None,
@@ -108,15 +105,15 @@ def scenario(
 
 
 @app.command()
-def validate(file: FileArg, set_: SetOption = None) -> None:
+def validate(file: FileArg, variant: VariantOption = None, set_: SetOption = None) -> None:
     """Check a scenario (and its trace) and describe it in a few lines."""
     from simsched.config.loading import load_scenario
     from simsched.config.shadowing import refuse_shadowed_overrides
     from simsched.outputs.describe import describe_scenario
 
     with named_by(file):
-        loaded = load_scenario(file, set_)
-        refuse_shadowed_overrides(loaded, set_, None, str(file))  # as `scenario`, every variant
+        loaded = load_scenario(file, set_, variant)  # with --variant, only those
+        refuse_shadowed_overrides(loaded, set_, variant, str(file))  # as `scenario` does
         typer.echo(describe_scenario(loaded))
 
 

@@ -43,3 +43,9 @@ SetOption = Annotated[
         "--set", metavar="PATH=VALUE", help="Override a setting: dotted.path=value (repeatable)."
     ),
 ]
+# `scenario` runs and `validate` checks only these variants (the others are left out before
+# validation, so a `--set` they could not take does not stop it)
+VariantOption = Annotated[
+    list[str] | None,
+    typer.Option("--variant", metavar="NAME", help="Only this variant (repeatable)."),
+]

@@ -206,12 +206,25 @@ def test_validate_applies_set() -> None:
     assert "2400 KV blocks" in out
 
 
+def test_validate_checks_only_the_variants_named(simsched_cli) -> None:
+    # moe_capacity's tp8_x4 variant sets cluster.moe_serving itself: a --set of that mapping
+    # is refused on every variant, and checked on dep8_x4 alone, as `scenario --variant` runs it
+    capacity = str(REPO / "scenarios" / "moe_capacity.yaml")
+    flag = "cluster.moe_serving={ep: 8}"
+    code, _, err = simsched_cli("validate", capacity, "--set", flag)
+    assert code == 2 and "variant 'tp8_x4' sets cluster.moe_serving itself" in err
+    code, out, _ = simsched_cli("validate", capacity, "--variant", "dep8_x4", "--set", flag)
+    assert code in (0, None) and out.splitlines()[-1].strip() == "variants: dep8_x4"
+    code, _, err = simsched_cli("validate", capacity, "--variant", "nope")
+    assert code == 2 and err.startswith(f"{capacity}: --variant: no variant 'nope'")
+
+
 @pytest.mark.parametrize(
     ("args", "pieces"),
     [
         ((), ("scenario", "validate")),
         (("scenario",), ("--variant", "--set", "--out", "--format", "FILE")),
-        (("validate",), ("--set", "FILE")),
+        (("validate",), ("--variant", "--set", "FILE")),
     ],
 )
 def test_help(args: tuple[str, ...], pieces: tuple[str, ...]) -> None:
