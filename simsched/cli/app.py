@@ -107,13 +107,15 @@ def scenario(
 @app.command()
 def validate(file: FileArg, variant: VariantOption = None, set_: SetOption = None) -> None:
     """Check a scenario (and its trace) and describe it in a few lines."""
-    from simsched.config.loading import load_scenario
+    from simsched.config.loading import load_scenario, resolve_variants, select_variants
     from simsched.config.shadowing import refuse_shadowed_overrides
     from simsched.outputs.describe import describe_scenario
 
     with named_by(file):
         loaded = load_scenario(file, set_, variant)  # with --variant, only those
         refuse_shadowed_overrides(loaded, set_, variant, str(file))  # as `scenario` does
+        # a name no variant has (a scenario without variants has one, `base`), as `scenario`
+        select_variants(resolve_variants(loaded, str(file)), variant, str(file))
         typer.echo(describe_scenario(loaded))
 
 

@@ -21,6 +21,7 @@ from simsched.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = str(REPO / "scenarios" / "noisy_neighbor.yaml")
+SCENARIO_WITHOUT_VARIANTS = str(REPO / "scenarios" / "fleet_planning.yaml")
 REFERENCE = (
     Path(__file__).resolve().parents[2] / "tests" / "data" / "noisy_neighbor_comparison.json"
 )
@@ -217,6 +218,11 @@ def test_validate_checks_only_the_variants_named(simsched_cli) -> None:
     assert code in (0, None) and out.splitlines()[-1].strip() == "variants: dep8_x4"
     code, _, err = simsched_cli("validate", capacity, "--variant", "nope")
     assert code == 2 and err.startswith(f"{capacity}: --variant: no variant 'nope'")
+    # a scenario without variants has one, `base`: another name is refused there too
+    code, _, err = simsched_cli("validate", SCENARIO_WITHOUT_VARIANTS, "--variant", "nope")
+    assert code == 2 and "--variant: no variant 'nope' (known: base)" in err
+    code, out, _ = simsched_cli("validate", SCENARIO_WITHOUT_VARIANTS, "--variant", "base")
+    assert code in (0, None) and out.splitlines()[-1].strip() == "variants: base"
 
 
 @pytest.mark.parametrize(

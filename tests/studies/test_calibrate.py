@@ -139,6 +139,10 @@ def mutate(spec: dict, change: str) -> None:
         spec["areas"] = {"decode": {"cases": ["*_decode"], "median_target": 0}}
     elif change == "whole_target":
         spec["median_target"] = "8%"
+    elif change == "zero_target":
+        spec["median_target"] = 0
+    elif change == "area_no_cases":
+        spec["areas"] = {"decode": {"median_target": 12}}
 
 
 @pytest.mark.parametrize(
@@ -160,7 +164,9 @@ def mutate(spec: dict, change: str) -> None:
         ("area_number", "cal.yaml: areas.decode.cases: pattern 200 is not a glob: quote it"),
         ("area_key", "cal.yaml: areas.decode.target"),
         ("area_target", "cal.yaml: areas.decode.median_target"),
-        ("whole_target", "cal.yaml: median_target"),
+        ("whole_target", "cal.yaml: median_target: write the percent without its sign: 8"),
+        ("zero_target", "cal.yaml: median_target: 0 is not a percent above 0"),
+        ("area_no_cases", "cal.yaml: areas.decode: no cases: an area is a list of case-name"),
     ],
 )
 def test_bad_calibration_files_exit_2_with_one_line(

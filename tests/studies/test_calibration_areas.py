@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -63,6 +64,15 @@ def test_an_area_with_no_case_in_a_column_is_not_printed() -> None:
 def test_a_target_is_met_at_or_under_it_before_rounding() -> None:
     # 12% exactly is within a 12% target; 12.04% prints as 12.0% but misses it
     assert AreaSummary("moe", 3, 0.12, 0.3, 12.0).verdict == "met"
+    # medians exactly at a whole-number target, where the median times 100 rounds above it
+    # (0.07 * 100 == 7.000000000000001): each is met, as every percent from 1 to 100 is
+    for percent in range(1, 101):
+        at = float(np.median([percent / 100 - 0.01, percent / 100 + 0.01]))
+        exact = percent / 100
+        assert AreaSummary("x", 1, exact, exact, float(percent)).verdict == "met", percent
+        assert at == pytest.approx(exact)
+    assert AreaSummary("x", 1, 0.07, 0.07, 7.0).verdict == "met"
+    assert AreaSummary("x", 1, 0.14, 0.14, 14.0).verdict == "met"
     assert AreaSummary("moe", 3, 0.1204, 0.3, 12.0).verdict == "missed"
     assert AreaSummary("moe", 3, 0.5, 0.9, None).verdict == ""
     areas = {"moe": Area(cases=["m*"], median_target=12.0), "dense": Area(cases=["d*"])}

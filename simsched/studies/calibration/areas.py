@@ -26,6 +26,18 @@ from simsched.errors import InputError
 OTHER = "other"  # the cases no area names, when the file has areas
 # percent: an error target is read as the printed errors are
 Target = Annotated[float, Field(gt=0, le=1000, allow_inf_nan=False)]
+
+
+def target_value(value: Any) -> Any:
+    """A `median_target` before validation: a percent, so `12%` and `0` say how to write it."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        raise ValueError(f"write the percent without its sign: {value.strip()[:-1].strip()}")
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and not 0 < value <= 1000:
+        raise ValueError(f"{value} is not a percent above 0 and up to 1000 (12 for 12%)")
+    return value
+
+
 SHAPE = "an area is a list of case-name globs, or {cases: [globs], median_target: percent}"
 
 
@@ -45,7 +57,14 @@ class Area(BaseModel):
             return {"cases": value}
         if not isinstance(value, dict):
             raise ValueError(SHAPE)
+        if "cases" not in value:
+            raise ValueError(f"no cases: {SHAPE}")
         return value
+
+    @field_validator("median_target", mode="before")
+    @classmethod
+    def _percent(cls, value: Any) -> Any:
+        return target_value(value)
 
     @field_validator("cases", mode="before")
     @classmethod
@@ -55,8 +74,10 @@ class Area(BaseModel):
         if not value:
             raise ValueError("give at least one case-name glob, or remove the area")
         for pattern in value:
-            if not isinstance(pattern, str) or not pattern:
+            if isinstance(pattern, int | float) and not isinstance(pattern, bool):
                 raise ValueError(f'pattern {pattern!r} is not a glob: quote it ("{pattern}")')
+            if not isinstance(pattern, str) or not pattern:
+                raise ValueError(f"pattern {pattern!r} is not a glob: write a case-name glob")
         return value
 
 
@@ -76,7 +97,9 @@ class AreaSummary:
         """'met' or 'missed' against the target ('' without one)."""
         if self.target is None:
             return ""
-        return "met" if 100 * self.median <= self.target else "missed"
+        # the target as a share (7 / 100 is 0.07 exactly), not the median times 100 (0.07 * 100
+        # is 7.000000000000001): a median at the target is met
+        return "met" if self.median <= self.target / 100 else "missed"
 
 
 def area_of_cases(areas: dict[str, Area], names: list[str], label: str) -> list[str]:
