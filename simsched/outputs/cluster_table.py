@@ -16,6 +16,7 @@ import pandas as pd
 
 from simsched.config.loading import resolve_variants
 from simsched.config.router import router_warning
+from simsched.outputs.api_server_notes import api_server_notes
 from simsched.outputs.engine_notes import engine_notes
 from simsched.outputs.moe_notes import moe_notes
 from simsched.outputs.provisioned_table import autoscaled_variants
@@ -136,6 +137,8 @@ def table_notes(result: SimulationResult) -> list[str]:
     notes = _router_notes(result, resolved)
     notes += moe_notes(resolved, list(result.variants))  # MoE / speculative: their error
     notes += engine_notes(resolved, list(result.variants))  # engines side by side
+    # the front end, not the GPU, set the pace
+    notes += api_server_notes(resolved, result.utilisation, result.requests)
     scaled = autoscaled_variants(result)
     for variant in sorted(scaled, key=result.variants.index):
         notes.append(
