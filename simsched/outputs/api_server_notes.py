@@ -15,16 +15,29 @@ from simsched.config.engines import ENGINE_RULES
 # a saturated queue serves at the ceiling less its idle start and end (the run's first request
 # waits for none, the last leaves the server idle while the engine finishes)
 BOUND_SHARE = 0.9
-# vLLM's per-request time (engines.py) comes from one GPUStack run, Qwen3-14B on an A100 at
-# 128 prompt and 4 output tokens, 37.2 requests/s; the same source's runs on vLLM 0.10-0.11
-# with the same client and lengths (moe_specdec_pd.md §4, AS-G2, AS-G3) reached 184 requests/s
-# (gpt-oss-20b, one A100) and 239 (gpt-oss-120b, two H100s, async scheduling)
-VLLM_CONTRADICTED = (
-    "vLLM's 26.9 ms a request is derived from one short-prompt run (Qwen3-14B on an A100, 37 "
-    "requests/s) that the GPU may account for instead, and the same source's runs on vLLM "
-    "0.10-0.11 reached 184 requests/s (gpt-oss-20b, one A100) and 239 (gpt-oss-120b, two "
-    "H100s): this ceiling may be several times too low"
-)
+# What the published short-prompt runs say of each served profile's per-request time
+# (engines.py; docs/engines.md, "The API server"). vLLM's comes from one GPUStack run, Qwen3-14B
+# on an A100 at 128 prompt and 4 output tokens, 37.2 requests/s; the same source's runs with the
+# same client and lengths (moe_specdec_pd.md §4) reached 184 requests/s on vLLM 0.11 (AS-G2) and
+# 239 on vLLM 0.10.2 (AS-G3), and 156 on SGLang (AS-G7). SGLang's and TensorRT-LLM's were
+# searched on a TTFT at 4 clients (EN-G2, EN-G3), a latency read as a capacity.
+PROFILE_CHECKS = {
+    "vllm": (
+        "vLLM's 26.9 ms a request is derived from one short-prompt run (Qwen3-14B on an A100, "
+        "37 requests/s) that the GPU may account for instead, and the same source's runs on "
+        "vLLM 0.10-0.11 reached 184 requests/s (gpt-oss-20b, one A100) and 239 (gpt-oss-120b, "
+        "two H100s): this ceiling may be several times too low"
+    ),
+    "sglang": (
+        "SGLang's 15 ms a request is a TTFT at 4 clients read as a capacity, and a published "
+        "SGLang run of 1,000 such requests at once reached 156 requests/s (DeepSeek-R1, eight "
+        "H200s): this ceiling may be several times too low"
+    ),
+    "trtllm": (
+        "TensorRT-LLM's 32.2 ms a request is a TTFT at 4 clients read as a capacity, and no "
+        "published run of short requests at once checks it"
+    ),
+}
 
 
 def api_server_notes(
@@ -71,8 +84,8 @@ def _note(variant: str, variants: int, rate: float, ceiling: float, spec: Any, c
         "front end's, not the GPU's"
     )
     engine = getattr(getattr(cluster, "engine", None), "name", None)
-    if engine in ("vllm", "vllm-0.6") and _is_the_profiles(spec, engine):
-        note += f"; {VLLM_CONTRADICTED}"
+    if engine in PROFILE_CHECKS and _is_the_profiles(spec, engine):
+        note += f"; {PROFILE_CHECKS[engine]}"
     return note + " (docs/engines.md, The API server)"
 
 

@@ -49,6 +49,10 @@ def test_vllms_profile_says_its_value_is_contradicted() -> None:
     # the same engine with the per-request time written by the user: no word on the profile's
     (written,) = notes_of("cluster.engine=vllm", "cluster.frontend.per_request_ms=30")
     assert "vLLM's 26.9 ms" not in written
+    (sglang,) = notes_of("cluster.engine=sglang")
+    assert "(1 process at 15.0 ms a request)" in sglang and "reached 156 requests/s" in sglang
+    (trtllm,) = notes_of("cluster.engine=trtllm")
+    assert "no published run of short requests at once checks it" in trtllm
 
 
 def test_no_note_below_the_ceiling_or_without_a_front_end() -> None:
