@@ -1,7 +1,13 @@
-"""A note when a replica's API server, not its GPU, set the pace: the requests a replica took per
-second reached its front end's ceiling (`cluster.frontend`: processes over the per-request
-time). Throughput and TTFT are then the front end's, and with a served engine profile's
-per-request time that is a single published value (docs/engines.md, "The API server")."""
+"""A note when a replica's API server queued its requests: the front end (`cluster.frontend`),
+not only the GPU, then shapes throughput and TTFT, and with a served engine profile's
+per-request time that rests on published runs of its own (docs/engines.md, "The API server").
+
+The queue is replayed from the run's own records: each admitted request's inbound job
+(`inbound_ms`) on the replica's `processes`, first come first served from its dispatch instant,
+as the simulation ran it (`FifoProcesses`). The outbound jobs, which only `per_output_token_us`
+gives, share those processes but are not replayed (their start is not recorded), so with them
+the waits found are a lower bound.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +16,13 @@ from typing import Any
 import pandas as pd
 
 from simsched.config.engines import ENGINE_RULES
+from simsched.results.frames import admitted
+from simsched.sim.cluster.frontend import FifoProcesses, inbound_ms
 
-# a replica whose request rate is within this share of its front end's ceiling is bound by it:
-# a saturated queue serves at the ceiling less its idle start and end (the run's first request
-# waits for none, the last leaves the server idle while the engine finishes)
-BOUND_SHARE = 0.9
+# a replica's front end whose queueing is this share of its requests' mean TTFT or more is
+# worth a word: below it the front end is a fixed cost, not a bottleneck
+QUEUED_SHARE = 0.1
+
 # What the published short-prompt runs say of each served profile's per-request time
 # (engines.py; docs/engines.md, "The API server"). vLLM's comes from one GPUStack run, Qwen3-14B
 # on an A100 at 128 prompt and 4 output tokens, 37.2 requests/s; the same source's runs with the
@@ -27,6 +35,11 @@ PROFILE_CHECKS = {
         "37 requests/s) that the GPU may account for instead, and the same source's runs on "
         "vLLM 0.10-0.11 reached 184 requests/s (gpt-oss-20b, one A100) and 239 (gpt-oss-120b, "
         "two H100s): this ceiling may be several times too low"
+    ),
+    "vllm-0.6": (
+        "vLLM 0.6's profile borrows vLLM 0.11's 26.9 ms a request, derived from one short-prompt "
+        "run that the GPU may account for instead, and the same source's runs on vLLM 0.10-0.11 "
+        "reached 184 and 239 requests/s: this ceiling may be several times too low"
     ),
     "sglang": (
         "SGLang's 15 ms a request is a TTFT at 4 clients read as a capacity, and a published "
@@ -43,45 +56,65 @@ PROFILE_CHECKS = {
 def api_server_notes(
     resolved: dict[str, Any], utilisation: dict[str, Any], requests: pd.DataFrame
 ) -> list[str]:
-    """One note per variant whose busiest replica took requests at 90% or more of its front
-    end's ceiling (a cluster split into pools is left out: its pools' front ends differ)."""
+    """One note per variant where, on some replica, admitted requests waited for a free API
+    server process for 10% or more of their mean TTFT (a cluster split into pools is left out:
+    its pools' front ends differ)."""
     notes = []
     for variant, scenario in resolved.items():
         cluster = scenario.cluster
-        usage = utilisation.get(variant)
         spec = getattr(cluster, "frontend", None)
-        if usage is None or spec is None or getattr(cluster, "pools", None):
+        if spec is None or getattr(cluster, "pools", None) or ceiling_per_s(spec, 1) is None:
             continue
         rows = requests[requests["variant"] == variant]
-        ceiling = ceiling_per_s(spec, rows)
-        if ceiling is None:
+        rows = rows[admitted(rows)]
+        worst = max(
+            (_queueing(spec, replica) for _, replica in rows.groupby("replica")), default=None
+        )
+        if worst is None or worst[0] < QUEUED_SHARE * worst[1]:
             continue
-        span_s = usage["span_ms"] / 1000
-        rates = [r["requests"] / span_s for r in usage["replicas"].values()] if span_s else []
-        if not rates or max(rates) < BOUND_SHARE * ceiling:
-            continue
-        notes.append(_note(variant, len(resolved), max(rates), ceiling, spec, cluster))
+        notes.append(_note(variant, len(resolved), worst, spec, cluster, rows))
     return notes
 
 
-def ceiling_per_s(spec: Any, rows: pd.DataFrame) -> float | None:
-    """Requests a second one replica's front end can take: processes over the inbound time of
-    a mean request (per_request_ms + per_input_token_us x mean prompt); None at no cost."""
-    prompt = float(rows["prefill_tokens"].clip(lower=1).mean()) if len(rows) else 1.0
-    inbound_ms = spec.per_request_ms + spec.per_input_token_us * prompt / 1000
-    if inbound_ms <= 0:
+def _queueing(spec: Any, rows: pd.DataFrame) -> tuple[float, float]:
+    """A replica's (mean wait for a free API-server process, mean TTFT) over its requests."""
+    ordered = rows.sort_values(["dispatch_ms", "request_id"], kind="stable")
+    processes = FifoProcesses(spec.processes)
+    waits = 0.0
+    for dispatch, prompt in zip(ordered["dispatch_ms"], ordered["prefill_tokens"], strict=True):
+        service = inbound_ms(spec, int(prompt))
+        waits += processes.serve(dispatch, service) - service - dispatch
+    return waits / len(ordered), float(ordered["ttft_ms"].mean())
+
+
+def ceiling_per_s(spec: Any, prompt_tokens: float) -> float | None:
+    """Requests a second one replica's front end can take at `prompt_tokens` a request:
+    processes over the inbound time; None at no cost."""
+    inbound = spec.per_request_ms + spec.per_input_token_us * prompt_tokens / 1000
+    if inbound <= 0:
         return None
-    return spec.processes * 1000 / inbound_ms
+    return spec.processes * 1000 / inbound
 
 
-def _note(variant: str, variants: int, rate: float, ceiling: float, spec: Any, cluster: Any) -> str:
+def _note(
+    variant: str,
+    variants: int,
+    worst: tuple[float, float],
+    spec: Any,
+    cluster: Any,
+    rows: pd.DataFrame,
+) -> str:
     who = f"variant {variant}: " if variants > 1 else ""
+    wait, ttft = worst
+    prompt = float(rows["prefill_tokens"].clip(lower=1).mean())
+    ceiling = ceiling_per_s(spec, prompt) or 0.0
     processes = f"{spec.processes} process{'es' if spec.processes > 1 else ''}"
     note = (
-        f"{who}the API server set the pace: the busiest replica took {rate:.1f} requests/s, "
-        f"{rate / ceiling:.0%} of its front end's ceiling of {ceiling:.1f} ({processes} at "
-        f"{ceiling_ms(spec, ceiling):.1f} ms a request), so throughput and TTFT here are the "
-        "front end's, not the GPU's"
+        f"{who}the API server queued requests: on the busiest replica they waited {wait:,.0f} "
+        f"ms on average for a free process ({wait / ttft:.0%} of their mean TTFT), with "
+        f"{processes} at {spec.processes * 1000 / ceiling:.1f} ms a request (a ceiling of "
+        f"{ceiling:.1f} requests/s a replica), so throughput and TTFT here are bound by the "
+        "front end, not by the GPU alone"
     )
     engine = getattr(getattr(cluster, "engine", None), "name", None)
     if engine in PROFILE_CHECKS and _is_the_profiles(spec, engine):
@@ -89,16 +122,6 @@ def _note(variant: str, variants: int, rate: float, ceiling: float, spec: Any, c
     return note + " (docs/engines.md, The API server)"
 
 
-def ceiling_ms(spec: Any, ceiling: float) -> float:
-    """The mean request's inbound time the ceiling stands for."""
-    return spec.processes * 1000 / ceiling
-
-
 def _is_the_profiles(spec: Any, engine: str) -> bool:
-    """Whether the front end is the engine profile's own (not a value the user wrote)."""
-    profile = ENGINE_RULES[engine][2]
-    return (
-        spec.processes == profile["processes"]
-        and spec.per_request_ms == profile["per_request_ms"]
-        and spec.per_input_token_us == 0
-    )
+    """Whether the per-request time is the engine profile's own (not a value the user wrote)."""
+    return spec.per_request_ms == ENGINE_RULES[engine][2]["per_request_ms"]

@@ -49,13 +49,23 @@ def test_each_case_is_its_rows_request_rate() -> None:
     for line in MEASUREMENTS.read_text().splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) > 7 and re.fullmatch(r"MX-G\d+", cells[0]) and cells[3] == "random 128 / 4":
-            rows[cells[0]] = (int(cells[4]), float(cells[7]))
+            rows[cells[0]] = (int(cells[4]), float(cells[7]), cells[2])
     for name, case in cases().items():
         if name == ANCHOR:
             continue
         (row,) = re.findall(r"MX-G\d+", case["source"])
-        prompts, rate = rows[row]
+        prompts, rate, command = rows[row]
         assert case["measured"] == rate, name
+        # the engine and TP its command line names (no flag: TP 1), async scheduling as overlap
+        engine = "sglang" if "sglang" in command else "vllm"
+        assert f"cluster.engine={engine}" in case["set"], name
+        tp = re.search(r"--?tp(?:-size)? (\d+)", command)
+        assert (
+            (f"cluster.tp={tp.group(1)}" in case["set"])
+            if tp
+            else not any(line.startswith("cluster.tp=") for line in case["set"])
+        ), name
+        assert ("--async-scheduling" in command) == ("cluster.cpu_time=overlap" in case["set"])
         assert f"tenants[0].arrivals.count={prompts}" in case["set"], name
         assert "tenants[0].prefill_tokens=128" in case["set"]
         assert "tenants[0].decode_tokens=4" in case["set"]

@@ -60,25 +60,38 @@ class FixedDelays:
         return engine_ms + self.last_ms
 
 
-class ApiServer:
-    def __init__(self, env: simpy.Environment, spec: Any) -> None:
-        self.env = env
-        self.request_ms = spec.per_request_ms
-        self.input_ms = spec.per_input_token_us / 1000
-        self.output_ms = spec.per_output_token_us / 1000
-        self.free_at = [0.0] * spec.processes  # a heap: when each process is next free
-        self.entering = 0
+class FifoProcesses:
+    """`processes` identical servers taking jobs first come, first served, each on the process
+    free soonest; jobs must come in time order. The API server's queue, and what the output's
+    API-server note replays from the recorded dispatch instants (outputs/api_server_notes.py)."""
+
+    def __init__(self, processes: int) -> None:
+        self.free_at = [0.0] * processes  # a heap: when each process is next free
 
     def serve(self, arrival_ms: float, service_ms: float) -> float:
-        """The end of a job arriving now with `service_ms`, on the process free soonest."""
+        """The end of a job arriving at `arrival_ms` with `service_ms`."""
         start = max(arrival_ms, self.free_at[0])
         end = start + service_ms
         heapq.heapreplace(self.free_at, end)
         return end
 
+
+def inbound_ms(spec: Any, prompt_tokens: int) -> float:
+    """A request's inbound job: `per_request_ms + per_input_token_us * ISL / 1000`."""
+    return spec.per_request_ms + spec.per_input_token_us / 1000 * max(1, prompt_tokens)
+
+
+class ApiServer:
+    def __init__(self, env: simpy.Environment, spec: Any) -> None:
+        self.env = env
+        self.spec = spec
+        self.output_ms = spec.per_output_token_us / 1000
+        self.processes = FifoProcesses(spec.processes)
+        self.serve = self.processes.serve  # bound once: called for every job
+        self.entering = 0
+
     def accept(self, request: Request, deliver: Callable[[Request], None]) -> None:
-        prompt = max(1, request.prefill_tokens)
-        end = self.serve(self.env.now, self.request_ms + self.input_ms * prompt)
+        end = self.serve(self.env.now, inbound_ms(self.spec, request.prefill_tokens))
         self.entering += 1
 
         def arrived(_event: simpy.Event) -> None:
