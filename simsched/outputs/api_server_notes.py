@@ -22,6 +22,9 @@ from simsched.sim.cluster.frontend import FifoProcesses, inbound_ms
 # a replica's front end whose queueing is this share of its requests' mean TTFT or more is
 # worth a word: below it the front end is a fixed cost, not a bottleneck
 QUEUED_SHARE = 0.1
+# a front end busy this share of the time or more is saturated: it sets the throughput
+SATURATED_SHARE = 0.9
+WAITED_SERVICES = 2.0
 
 # What the published short-prompt runs say of each served profile's per-request time
 # (engines.py; docs/engines.md, "The API server"). vLLM's comes from one GPUStack run, Qwen3-14B
@@ -70,21 +73,27 @@ def api_server_notes(
         worst = max(
             (_queueing(spec, replica) for _, replica in rows.groupby("replica")), default=None
         )
-        if worst is None or worst[0] < QUEUED_SHARE * worst[1]:
+        if worst is None or worst[0] < QUEUED_SHARE * worst[1]:  # (wait, TTFT, busy share)
             continue
         notes.append(_note(variant, len(resolved), worst, spec, cluster, rows))
     return notes
 
 
-def _queueing(spec: Any, rows: pd.DataFrame) -> tuple[float, float]:
-    """A replica's (mean wait for a free API-server process, mean TTFT) over its requests."""
+def _queueing(spec: Any, rows: pd.DataFrame) -> tuple[float, float, float]:
+    """A replica's (mean wait for a free API-server process, mean TTFT, the processes' busy
+    share from its first dispatch to its last inbound job's end) over its requests."""
     ordered = rows.sort_values(["dispatch_ms", "request_id"], kind="stable")
     processes = FifoProcesses(spec.processes)
-    waits = 0.0
+    waits = busy = 0.0
+    end = first = float(ordered["dispatch_ms"].iloc[0])
     for dispatch, prompt in zip(ordered["dispatch_ms"], ordered["prefill_tokens"], strict=True):
         service = inbound_ms(spec, int(prompt))
-        waits += processes.serve(dispatch, service) - service - dispatch
-    return waits / len(ordered), float(ordered["ttft_ms"].mean())
+        end = processes.serve(dispatch, service)
+        waits += end - service - dispatch
+        busy += service
+    span = max(end, max(processes.free_at)) - first
+    share = busy / (spec.processes * span) if span > 0 else 1.0
+    return waits / len(ordered), float(ordered["ttft_ms"].mean()), share
 
 
 def ceiling_per_s(spec: Any, prompt_tokens: float) -> float | None:
@@ -99,22 +108,32 @@ def ceiling_per_s(spec: Any, prompt_tokens: float) -> float | None:
 def _note(
     variant: str,
     variants: int,
-    worst: tuple[float, float],
+    worst: tuple[float, float, float],
     spec: Any,
     cluster: Any,
     rows: pd.DataFrame,
 ) -> str:
     who = f"variant {variant}: " if variants > 1 else ""
-    wait, ttft = worst
+    wait, ttft, busy = worst
     prompt = float(rows["prefill_tokens"].clip(lower=1).mean())
     ceiling = ceiling_per_s(spec, prompt) or 0.0
     processes = f"{spec.processes} process{'es' if spec.processes > 1 else ''}"
+    # saturated over the replica's run, or for stretches: a mean wait of two services or more is
+    # a queue an M/D/1 server reaches only above 80% load, which a burst does at any mean load
+    service = spec.processes * 1000 / ceiling
+    saturated = busy >= SATURATED_SHARE or wait >= WAITED_SERVICES * service
+    bound = (
+        "so throughput and TTFT here are bound by the front end, not by the GPU alone"
+        if saturated
+        else "which adds to TTFT but does not cap throughput"
+    )
     note = (
-        f"{who}the API server queued requests: on the busiest replica they waited {wait:,.0f} "
-        f"ms on average for a free process ({wait / ttft:.0%} of their mean TTFT), with "
-        f"{processes} at {spec.processes * 1000 / ceiling:.1f} ms a request (a ceiling of "
-        f"{ceiling:.1f} requests/s a replica), so throughput and TTFT here are bound by the "
-        "front end, not by the GPU alone"
+        f"{who}the API server queued requests: on the replica where they waited longest, "
+        f"{wait:,.0f} ms on average for a free process ({wait / ttft:.0%} of their mean TTFT), "
+        f"with {processes} at {service:.1f} ms a request busy "
+        f"{busy:.0%} of the time (a ceiling of {ceiling:.1f} requests/s a replica), {bound}; "
+        f"more processes (cluster.frontend.processes, vLLM's --api-server-count) or more "
+        "replicas take the queue away"
     )
     engine = getattr(getattr(cluster, "engine", None), "name", None)
     if engine in PROFILE_CHECKS and _is_the_profiles(spec, engine):

@@ -39,11 +39,13 @@ def test_a_burst_waits_as_the_fifo_processes_serve_it() -> None:
     # floor(i / 2) jobs of its process, so the mean wait is 37.8 x mean(floor(i / 2)) = 37.8 x
     # 49.5 = 1,871.1 ms (less 0.1 us x i, below the rounding)
     (note,) = notes_of(TWO_SLOW)
-    assert "they waited 1,871 ms on average for a free process" in note
-    assert "with 2 processes at 37.8 ms a request (a ceiling of 52.9 requests/s a replica)" in note
+    assert "longest, 1,871 ms on average for a free process" in note
+    assert "with 2 processes at 37.8 ms a request busy 100% of the time" in note
+    assert "(a ceiling of 52.9 requests/s a replica)" in note
+    assert "bound by the front end" in note and "cluster.frontend.processes" in note
     # one process: 37.8 x mean(i) = 37.8 x 99.5 = 3,761.1 ms
     (one,) = notes_of(TWO_SLOW.replace("processes: 2", "processes: 1"))
-    assert "they waited 3,761 ms on average" in one
+    assert "longest, 3,761 ms on average" in one
 
 
 def test_served_profiles_say_what_the_published_runs_say_of_their_value() -> None:
@@ -69,6 +71,17 @@ def test_no_note_when_requests_seldom_queue_or_nothing_is_queued() -> None:
     assert notes_of("cluster.engine={name: vllm, offline: true}") == []
 
 
+def test_below_its_ceiling_the_front_end_adds_latency_but_caps_nothing() -> None:
+    # Poisson arrivals at 15 a second against one 26.9 ms process (a ceiling of 37.2): busy
+    # about 15 x 26.9 ms = 40% of the time, the M/D/1 wait rho / (2 (1 - rho)) x 26.9 ms, about
+    # 9 ms, a large share of a short request's TTFT: a word, but not "bound"
+    poisson = "tenants[0].arrivals={kind: poisson, rate_per_s: 15, count: 600}"
+    (note,) = notes_of("cluster.engine=vllm", poisson)
+    assert "which adds to TTFT but does not cap throughput" in note
+    busy = int(note.split(" busy ")[1].split("%")[0])
+    assert 30 <= busy <= 50  # 40% give or take the draw
+
+
 def test_a_trickle_then_a_burst_is_found() -> None:
     # 300 requests 1 s apart, then 300 at once: averaged over the run's 300 s the request rate
     # (2 a second) is far below the 37-a-second ceiling, but the burst's requests queue for
@@ -82,3 +95,5 @@ def test_a_trickle_then_a_burst_is_found() -> None:
     result = simulate(load_scenario(BURST, ["cluster.engine=vllm", tenants]))
     (note,) = [n for n in table_notes(result) if "API server queued" in n]
     assert "26.9 ms a request" in note
+    # busy about 5% of the replica's 300 s, but the burst's waits are many services long
+    assert "bound by the front end" in note
