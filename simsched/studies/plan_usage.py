@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from simsched.config.loading import resolve_variants
+from simsched.outputs.api_server_notes import api_server_notes
 from simsched.outputs.provisioned_table import autoscaled_variants
 from simsched.results.simulate import SimulationResult, simulate
 from simsched.results.utilisation import SKEW_LIMIT, skewed
@@ -27,10 +29,17 @@ class RunUsage:
 
     utilisation: dict[str, Any] | None  # None for a model without replicas
     autoscaled: bool  # some pool was resized: per-slot figures are partial
+    # the run's API-server note, if its front end queued requests (outputs/api_server_notes.py):
+    # the requests it is replayed from stay in the worker
+    api_server: tuple[str, ...] = ()
 
 
 def run_usage(result: SimulationResult, variant: str) -> RunUsage:
-    return RunUsage(result.utilisation.get(variant), variant in autoscaled_variants(result))
+    resolved = {variant: dict(resolve_variants(result.scenario))[variant]}
+    queued = api_server_notes(resolved, result.utilisation, result.requests)
+    return RunUsage(
+        result.utilisation.get(variant), variant in autoscaled_variants(result), tuple(queued)
+    )
 
 
 def answer_utilisation(
@@ -65,6 +74,7 @@ def answer_utilisation(
             f"load is skewed across replicas at the answer (max/mean above {SKEW_LIMIT:g}): "
             "the router concentrates requests; the busiest replica sets the latency"
         )
+    notes += [f"at the answer (seed {scenario.seed}), {note}" for note in ran.api_server]
     return usage, notes
 
 
