@@ -66,7 +66,7 @@ def api_server_notes(
     for variant, scenario in resolved.items():
         cluster = scenario.cluster
         spec = getattr(cluster, "frontend", None)
-        if spec is None or getattr(cluster, "pools", None) or ceiling_per_s(spec, 1) is None:
+        if spec is None or getattr(cluster, "pools", None) or inbound_ms(spec, 1) <= 0:
             continue
         rows = requests[requests["variant"] == variant]
         rows = rows[admitted(rows)]
@@ -85,21 +85,19 @@ def _queueing(spec: Any, rows: pd.DataFrame) -> tuple[float, float, float]:
     ordered = rows.sort_values(["dispatch_ms", "request_id"], kind="stable")
     processes = FifoProcesses(spec.processes)
     waits = busy = 0.0
-    end = first = float(ordered["dispatch_ms"].iloc[0])
     for dispatch, prompt in zip(ordered["dispatch_ms"], ordered["prefill_tokens"], strict=True):
         service = inbound_ms(spec, int(prompt))
-        end = processes.serve(dispatch, service)
-        waits += end - service - dispatch
+        waits += processes.serve(dispatch, service) - service - dispatch
         busy += service
-    span = max(end, max(processes.free_at)) - first
+    span = max(processes.free_at) - float(ordered["dispatch_ms"].iloc[0])
     share = busy / (spec.processes * span) if span > 0 else 1.0
     return waits / len(ordered), float(ordered["ttft_ms"].mean()), share
 
 
 def ceiling_per_s(spec: Any, prompt_tokens: float) -> float | None:
     """Requests a second one replica's front end can take at `prompt_tokens` a request:
-    processes over the inbound time; None at no cost."""
-    inbound = spec.per_request_ms + spec.per_input_token_us * prompt_tokens / 1000
+    processes over the inbound time (`inbound_ms`); None at no cost."""
+    inbound = inbound_ms(spec, prompt_tokens)
     if inbound <= 0:
         return None
     return spec.processes * 1000 / inbound
@@ -115,12 +113,11 @@ def _note(
 ) -> str:
     who = f"variant {variant}: " if variants > 1 else ""
     wait, ttft, busy = worst
-    prompt = float(rows["prefill_tokens"].clip(lower=1).mean())
-    ceiling = ceiling_per_s(spec, prompt) or 0.0
+    service = inbound_ms(spec, float(rows["prefill_tokens"].clip(lower=1).mean()))
+    ceiling = spec.processes * 1000 / service
     processes = f"{spec.processes} process{'es' if spec.processes > 1 else ''}"
     # saturated over the replica's run, or for stretches: a mean wait of two services or more is
     # a queue an M/D/1 server reaches only above 80% load, which a burst does at any mean load
-    service = spec.processes * 1000 / ceiling
     saturated = busy >= SATURATED_SHARE or wait >= WAITED_SERVICES * service
     bound = (
         "so throughput and TTFT here are bound by the front end, not by the GPU alone"

@@ -76,7 +76,7 @@ class FifoProcesses:
         return end
 
 
-def inbound_ms(spec: Any, prompt_tokens: int) -> float:
+def inbound_ms(spec: Any, prompt_tokens: float) -> float:
     """A request's inbound job: `per_request_ms + per_input_token_us * ISL / 1000`."""
     return spec.per_request_ms + spec.per_input_token_us / 1000 * max(1, prompt_tokens)
 

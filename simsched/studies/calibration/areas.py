@@ -19,13 +19,18 @@ from fnmatch import fnmatchcase
 from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from simsched.errors import InputError
 
 OTHER = "other"  # the cases no area names, when the file has areas
-# percent: an error target is read as the printed errors are
-Target = Annotated[float, Field(gt=0, le=1000, allow_inf_nan=False)]
 
 
 def target_value(value: Any) -> Any:
@@ -38,6 +43,9 @@ def target_value(value: Any) -> Any:
     return value
 
 
+# percent: an error target is read as the printed errors are; `12%` and `0` say how to write it,
+# wherever a target is taken (an area's, the whole file's)
+Target = Annotated[float, BeforeValidator(target_value), Field(gt=0, le=1000, allow_inf_nan=False)]
 SHAPE = "an area is a list of case-name globs, or {cases: [globs], median_target: percent}"
 
 
@@ -60,11 +68,6 @@ class Area(BaseModel):
         if "cases" not in value:
             raise ValueError(f"no cases: {SHAPE}")
         return value
-
-    @field_validator("median_target", mode="before")
-    @classmethod
-    def _percent(cls, value: Any) -> Any:
-        return target_value(value)
 
     @field_validator("cases", mode="before")
     @classmethod

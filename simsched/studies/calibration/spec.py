@@ -30,7 +30,7 @@ from simsched.config.shadowing import refuse_shadowed
 from simsched.config.validation_errors import input_error
 from simsched.config.yaml_io import MAX_SCENARIO_BYTES, parse_yaml_mapping, read_text
 from simsched.errors import InputError
-from simsched.studies.calibration.areas import SHAPE, Area, Target, area_of_cases, target_value
+from simsched.studies.calibration.areas import SHAPE, Area, Target, area_of_cases
 from simsched.studies.calibration.command_line import (
     CommandLine,
     Flag,
@@ -115,11 +115,6 @@ class CalibrationFile(Model):
     def warnings(self) -> list[str]:
         """What the file should change: an old key's new name."""
         return list(self._warnings)
-
-    @field_validator("median_target", mode="before")
-    @classmethod
-    def _percent(cls, value: Any) -> Any:
-        return target_value(value)
 
     @field_validator("areas", mode="before")
     @classmethod
