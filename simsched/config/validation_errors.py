@@ -36,9 +36,12 @@ def pick_error(errors: list[Any]) -> Any:
     return first
 
 
-def input_error(error: Any, label: str, context: str, model: type | None = None) -> InputError:
+def input_error(
+    error: Any, label: str, context: str, model: type | None = None, fmt: str = "scenario"
+) -> InputError:
     """The error as one line; `model` (the validated class) lets an unknown key be matched
-    against the keys taken at its place."""
+    against the keys taken at its place; `fmt` names the file format an unknown key is not
+    part of ("scenario", "calibration file")."""
     where = _location(error["loc"])
     subfield = getattr(error.get("ctx", {}).get("error"), "field", None)
     if subfield:  # a check over several fields that names the one it blames (SubfieldError)
@@ -47,7 +50,7 @@ def input_error(error: Any, label: str, context: str, model: type | None = None)
         where = f"{where}.{_tag_key(error)}"
     if context:
         where = f"{context}: {where}" if where else context
-    return InputError(label, where, _message(error, model))
+    return InputError(label, where, _message(error, model, fmt))
 
 
 def _location(loc: tuple[Any, ...]) -> str:
@@ -73,10 +76,10 @@ def _tag_key(error: Any) -> str:
     return str(error.get("ctx", {}).get("discriminator", "kind")).strip("'")
 
 
-def _message(error: Any, model: type | None = None) -> str:
+def _message(error: Any, model: type | None = None, fmt: str = "scenario") -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
-        return _unknown_key(error, model)
+        return _unknown_key(error, model, fmt)
     if kind == "union_tag_invalid":
         ctx = error["ctx"]
         known = str(ctx["expected_tags"]).replace("'", "")
@@ -89,7 +92,7 @@ def _message(error: Any, model: type | None = None) -> str:
     return message.removeprefix("Value error, ")
 
 
-def _unknown_key(error: Any, model: type | None = None) -> str:
+def _unknown_key(error: Any, model: type | None = None, fmt: str = "scenario") -> str:
     key = str(error["loc"][-1])
     if key == "total_kv_blocks" and "continuous_batching" in error["loc"]:
         return (
@@ -109,8 +112,8 @@ def _unknown_key(error: Any, model: type | None = None) -> str:
         key, taken, n=1, cutoff=0.6
     )
     if close:
-        return f"unknown key (not part of the scenario format); did you mean {close[0]}?"
-    return "unknown key (not part of the scenario format; check the spelling)"
+        return f"unknown key (not part of the {fmt} format); did you mean {close[0]}?"
+    return f"unknown key (not part of the {fmt} format; check the spelling)"
 
 
 def _not_a_number(expected: str, value: Any) -> str:

@@ -108,6 +108,8 @@ def test_reads_a_vllm_bench_result(tmp_path: Path) -> None:
 def mutate(spec: dict, change: str) -> None:
     if change == "unknown_key":
         spec["settings"][0]["bound"] = 1
+    elif change == "misspelt_key":
+        spec["settings"][0]["hihg"] = 1
     elif change == "bounds":
         spec["settings"][0]["low"] = 2.0
     elif change == "metric":
@@ -148,7 +150,13 @@ def mutate(spec: dict, change: str) -> None:
 @pytest.mark.parametrize(
     ("change", "starts"),
     [
-        ("unknown_key", "cal.yaml: settings[0].bound"),
+        # the calibration file's own format is named, and the key it takes there suggested
+        ("unknown_key", "cal.yaml: settings[0].bound: unknown key (not part of the calibration"),
+        (
+            "misspelt_key",
+            "cal.yaml: settings[0].hihg: unknown key (not part of the calibration "
+            "file format); did you mean high?",
+        ),
         ("bounds", "cal.yaml: settings[0]"),
         ("metric", "cal.yaml: cases[0]"),
         ("scenario", "cal.yaml: cases[0].scenario"),

@@ -170,7 +170,8 @@ def load_calibration(
     try:
         spec = CalibrationFile.model_validate(raw)
     except ValidationError as exc:
-        raise input_error(exc.errors()[0], label, "") from None
+        error = exc.errors()[0]
+        raise input_error(error, label, "", CalibrationFile, "calibration file") from None
     spec._warnings.extend(warnings)
     names = [case.name for case in spec.cases]
     for i, setting in enumerate(spec.settings):
