@@ -23,7 +23,7 @@ Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 # Fitted together by `simsched calibrate` on 14 TensorRT-LLM MoE throughput cases and the 6
 # DeepSeek-R1 MTP-depth cases (docs/moe.md, "Calibration"; every cell of the TensorRT-LLM MoE
-# tables is now a case, on which they are off by 18.8%, median): the grouped GEMMs' two shares,
+# tables is now a case, on which they are off by 18.0%, median): the grouped GEMMs' two shares,
 # and the fixed kernel time of one MoE layer beyond a dense FFN's, µs per iteration ("Per-layer
 # kernel time")
 EXPERT_COMPUTE_EFFICIENCY = 0.611

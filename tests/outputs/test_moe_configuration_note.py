@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from simsched.config.loading import load_scenario
 from simsched.outputs import moe_notes
 
@@ -28,7 +30,7 @@ def checked_notes(*sets: str) -> list[str]:
 
 def test_the_checked_layout_states_its_own_error() -> None:
     (note,) = checked_notes(*AS_CHECKED)
-    key = ("deepseek-r1", "fp8", "fp8", "h200", 8, 8, 8, "allgather")
+    key = ("deepseek-r1", "fp8", "fp8", "h200", 8, 8, 8, "allgather", "kernel")
     checked = moe_notes.CHECKED_CONFIGURATIONS[key]
     # MX-D3 and the four cells of section 1a's H200 DEP8 column, every one too fast
     assert checked.figures == 5 and 0 < checked.low <= checked.median <= checked.high
@@ -36,7 +38,8 @@ def test_the_checked_layout_states_its_own_error() -> None:
     spread = f"{checked.low:+.1%} to {checked.high:+.1%}"
     how = f"off by {checked.median:.1%} (median; {spread}, too fast)"
     assert f"5 TensorRT-LLM runs: its throughput is {how}" in note
-    assert f"--model-error {checked.median * 100:.1f} plans with its own" in note
+    # too fast by 32.6% (median): efficiencies 1 - 1/1.326 = 24.6% lower cancel it, not 32.6%
+    assert "--model-error 24.6 plans with its own" in note
     assert f"against the {moe_notes.MOE_MEDIAN_ERROR} of all MoE runs" in note
     # written out instead of the engine's choice, the same
     written = ("cluster.model={preset: deepseek-r1, kv_dtype: fp8}",
@@ -59,7 +62,7 @@ def test_a_run_of_a_checked_layout_that_differs_says_how() -> None:
     engine = nearest_notes(
         "cluster.model={preset: deepseek-r1, kv_dtype: fp8}", "cluster.engine=vllm"
     )
-    assert "in its exchange, engine and permute:" in engine[0]  # vLLM: all-to-all, fused
+    assert "in its exchange, permute and engine:" in engine[0]  # vLLM: all-to-all, fused
     mtp = nearest_notes(
         *AS_CHECKED, "cluster.speculative={method: mtp, tokens: 1, acceptance: 0.8}"
     )
@@ -129,7 +132,17 @@ def test_an_engine_says_what_it_chose_for_the_moe_layers() -> None:
 
 def test_a_one_sided_error_says_which_side_to_read() -> None:
     (note,) = checked_notes(*AS_CHECKED)  # MX-D3 runs too fast: the pessimistic side
-    assert "plans with its own; read its pessimistic side (docs/moe.md" in note
+    assert "plans with its own; read its pessimistic side (the efficiency change" in note
+
+
+def test_the_model_error_it_suggests_is_the_efficiency_change_that_cancels_the_error() -> None:
+    # too fast by m: 1 - 1/(1 + m) lower; too slow by m: 1/(1 - m) - 1 higher; both ways: m
+    fast = moe_notes.CheckedConfiguration("a", 3, 0.25, 0.1, 0.3)
+    slow = moe_notes.CheckedConfiguration("b", 3, 0.20, -0.3, -0.1)
+    both = moe_notes.CheckedConfiguration("c", 3, 0.15, -0.2, 0.2)
+    assert moe_notes.efficiency_error(fast) == pytest.approx(0.2)  # 1 - 1/1.25
+    assert moe_notes.efficiency_error(slow) == pytest.approx(0.25)  # 1/0.8 - 1
+    assert moe_notes.efficiency_error(both) == 0.15
 
 
 def test_what_no_case_shares_is_named_and_drops_the_claim() -> None:
@@ -137,7 +150,7 @@ def test_what_no_case_shares_is_named_and_drops_the_claim() -> None:
     for more, what in (
         (["cluster.model={preset: deepseek-r1, kv_dtype: fp8, layers: 30}"], "model's shape"),
         (["cluster.gpu={preset: h200, hbm_gbps: 9000}"], "GPU's spec"),
-        (["cluster.moe_serving.permute=fused"], "permute"),
+        (["cluster.moe_serving.permute=fused"], "permute"),  # DEP8 H200 ran TensorRT-LLM's kernel
         (["cluster.moe_serving.imbalance=2.0"], "MoE settings"),
         (["cluster.speculative={method: mtp, tokens: 1, acceptance: 0.8}"], "speculative"),
     ):

@@ -35,7 +35,11 @@ def fleet_of(costs: dict[str, float | None]) -> FleetPlan:
 
 def test_the_default_margin_is_the_median_error_the_docs_state() -> None:
     fidelity = (REPO / "docs" / "continuous_batching.md").read_text()
-    stated = re.search(r"With the shipped defaults: median absolute error ([\d.]+)%", fidelity)
+    # the dense figures' median when the dense values were last fitted (the shipped defaults'
+    # own median may drift below it after a modelling change, until the next refit)
+    stated = re.search(
+        r"The default tie margin for a dense\s+model keeps the fitted ([\d.]+)%", fidelity
+    )
     assert stated is not None and float(stated.group(1)) / 100 == pytest.approx(
         CALIBRATION_MEDIAN_ERROR
     )

@@ -70,9 +70,7 @@ class RooflineLatency:
 
     def __init__(self, config: Any, gpu: Any, model: Any, tp: int, scale: float = 1.0) -> None:
         dtype = compute_dtype(model)
-        # attention runs in BF16 unless the weights and the KV cache are both FP8 (FP8 kernels)
-        fp8_cache = getattr(model, "kv_dtype", None) == "fp8"
-        attn_dtype = dtype if dtype == "fp8" and fp8_cache else "bf16"
+        attn_dtype = attention_dtype(model)
         share = config.compute_efficiency or config.efficiency
         # `cluster.efficiency_scale`: 1 unless a plan moves the model (--model-error); x1.0 and
         # min(1.0, share) leave a share <= 1 exactly as it was
@@ -94,7 +92,9 @@ class RooflineLatency:
         q_width = (getattr(model, "heads", None) or model.hidden_size // model.head_dim) * (
             model.head_dim
         )
-        attn_peak = peak if attn_dtype == dtype else gpu.tflops
+        attn_peak = (
+            gpu.peak_tflops.get(attn_dtype, gpu.tflops) if attn_dtype != "bf16" else gpu.tflops
+        )
         self.pair_ms = 4.0 * model.layers * q_width / (tp * attn_peak * 1e9 * attn_eff)
         self.kv_ms = presets.kv_bytes_per_token(model) / bytes_per_ms
         reduces = 2 * model.layers if tp > 1 else 0
@@ -130,6 +130,15 @@ class RooflineLatency:
         gemm = maximum(self.token_ms * tokens + self.head_ms * decode_seqs, self.weights_ms)
         fixed = self.fixed_ms + (self.comm_ms * tokens + self.seq_ms * decode_seqs)
         return gemm + self.pair_ms * prefill_pairs + fixed
+
+
+def attention_dtype(model: Any) -> str:
+    """The precision a prefill chunk's attention runs in (docs/continuous_batching.md, "Roofline"):
+    FP8 when the KV cache is FP8 and the GEMMs run quantized (FP8 or NVFP4 checkpoints: the
+    query is quantized to FP8 and the FMHA kernels read the FP8 cache as it is), else BF16
+    (a BF16 model's queries, or weight-only int8/int4, stay in 16 bits)."""
+    fp8_cache = getattr(model, "kv_dtype", None) == "fp8"
+    return "fp8" if fp8_cache and compute_dtype(model) in ("fp8", "fp4") else "bf16"
 
 
 def _gpu_share(gpu: Any, dtype: str) -> float:

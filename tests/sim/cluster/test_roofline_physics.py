@@ -73,6 +73,30 @@ def test_all_reduces_cost_latency_and_bytes_over_the_link() -> None:
     assert two.iteration_ms(0, 0, 0, seqs, context) == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("weights", "cache", "precision"),
+    [
+        (None, None, "bf16"),
+        ("fp8", None, "bf16"),  # FP8 weights with a BF16 cache: BF16 queries and keys
+        ("fp8", "fp8", "fp8"),
+        ("fp4", "fp8", "fp8"),  # an NVFP4 checkpoint's FP8 cache: FP8 attention as FP8's
+        ("fp4", None, "bf16"),
+        ("int4", "fp8", "bf16"),  # weight-only: the activations stay in 16 bits
+    ],
+)
+def test_prefill_attention_runs_in_fp8_on_a_quantized_model_with_an_fp8_cache(
+    weights: str | None, cache: str | None, precision: str
+) -> None:
+    # by hand on one B200: 4 x 32 layers x 4,096 query width FLOPs a pair, at the peak and the
+    # share of the attention's precision (2,250 TFLOPS BF16, 4,500 FP8)
+    b200 = SimpleNamespace(**presets.GPU_PRESETS["b200"])
+    model = SimpleNamespace(**vars(MODEL), weight_dtype=weights, kv_dtype=cache)
+    peak = {"bf16": 2250.0, "fp8": 4500.0}[precision]
+    share = b200.compute_efficiency[precision]
+    latency = RooflineLatency(config(), b200, model, tp=1)
+    assert latency.pair_ms == pytest.approx(4 * 32 * 4096 / (peak * 1e9 * share), rel=1e-12)
+
+
 @pytest.mark.parametrize("dtype", ["int4", "fp4"])
 def test_half_byte_weights(dtype: str) -> None:
     model = SimpleNamespace(**vars(MODEL), weight_dtype=dtype, kv_dtype="fp8")
