@@ -41,16 +41,25 @@ def describe_scenario(scenario: Scenario) -> str:
             f"{count:,} requests ({source})"
         )
     cluster = scenario.cluster
-    lines.append(
-        f"  cluster: {cluster.service_model}, {cluster.total_kv_blocks} KV blocks, "
-        f"{sustained_tokens_per_ms(cluster):g} service tokens/ms"
-    )
+    lines.append(f"  cluster: {_cluster_line(cluster)}")
+    for name, resolved in resolve_variants(scenario):
+        # a variant that changes the cluster (another layout, GPU or model) says what it runs
+        own = _cluster_line(resolved.cluster)
+        if own != _cluster_line(cluster):
+            lines.append(f"  cluster of variant {name}: {own}")
     engine = getattr(cluster, "engine", None)
     if engine is not None:  # what the profile chose, so that a user sees the defaults it set
         lines.append(f"  engine: {_engine_line(cluster)}")
     names = [name for name, _ in resolve_variants(scenario)]
     lines.append(f"  variants: {', '.join(names)}")
     return "\n".join(lines)
+
+
+def _cluster_line(cluster) -> str:
+    return (
+        f"{cluster.service_model}, {cluster.total_kv_blocks} KV blocks, "
+        f"{sustained_tokens_per_ms(cluster):g} service tokens/ms"
+    )
 
 
 def _source(tenant, scenario: Scenario) -> str:

@@ -225,6 +225,22 @@ def test_validate_checks_only_the_variants_named(simsched_cli) -> None:
     assert code in (0, None) and out.splitlines()[-1].strip() == "variants: base"
 
 
+def test_validate_describes_a_variants_own_cluster(simsched_cli) -> None:
+    # moe_capacity's tp8_x4 runs attention TP8: a KV cache of its own, which the file's cluster
+    # line (DEP8's) does not describe; a variant whose cluster is the file's adds no line
+    from simsched.config.loading import load_scenario, resolve_variants
+
+    capacity = REPO / "scenarios" / "moe_capacity.yaml"
+    variants = dict(resolve_variants(load_scenario(capacity)))
+    blocks = {name: v.cluster.total_kv_blocks for name, v in variants.items()}
+    assert blocks["tp8_x4"] != blocks["dep8_x4"]
+    code, out, _ = simsched_cli("validate", str(capacity), "--variant", "tp8_x4")
+    assert code in (0, None)
+    assert f"  cluster of variant tp8_x4: continuous_batching, {blocks['tp8_x4']} KV blocks" in out
+    code, out, _ = simsched_cli("validate", str(capacity), "--variant", "dep8_x4")
+    assert "cluster of variant" not in out and f"{blocks['dep8_x4']} KV blocks" in out
+
+
 @pytest.mark.parametrize(
     ("args", "pieces"),
     [
