@@ -98,7 +98,7 @@ def plan(
             metavar="PCT",
             help="Options within PCT% of the answer's cost are near-ties, and an answer whose "
             "SLO margin or headroom is within PCT% is called thin (default: the largest median "
-            "error of the calibration areas the judged model is in: 5.8 for any model, 18.0 for "
+            "error of the calibration areas the judged model is in: 5.8 for any model, 17.4 for "
             "an MoE model; speculative decoding's area, 1.8, is below both).",
             show_default=False,
         ),

@@ -36,6 +36,7 @@ from simsched.config.hardware import (
 )
 from simsched.config.moe_serving import (
     MoeServingSpec,
+    check_expert_activations,
     check_layout,
     kv_copies,
     replicated_attention_bytes,
@@ -317,6 +318,7 @@ class ContinuousBatchingConfig(BaseModel):
         if self.moe_serving is not None:
             try:
                 check_layout(self.moe_serving, self.tp, self.model)
+                check_expert_activations(self.moe_serving, self.gpu)
             except SubfieldError as exc:  # located at the setting: cluster.moe_serving.ep
                 raise SubfieldError(f"moe_serving.{exc.field}", str(exc)) from None
         if self.num_gpu_blocks is None and self.blocks_per_replica == 0:

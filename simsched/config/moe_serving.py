@@ -23,7 +23,7 @@ Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 # Fitted together by `simsched calibrate` on 14 TensorRT-LLM MoE throughput cases and the 6
 # DeepSeek-R1 MTP-depth cases (docs/moe.md, "Calibration"; every cell of the TensorRT-LLM MoE
-# tables is now a case, on which they are off by 18.0%, median): the grouped GEMMs' two shares,
+# tables is now a case, on which they are off by 17.4%, median): the grouped GEMMs' two shares,
 # and the fixed kernel time of one MoE layer beyond a dense FFN's, µs per iteration ("Per-layer
 # kernel time")
 EXPERT_COMPUTE_EFFICIENCY = 0.611
@@ -55,6 +55,11 @@ class MoeServingSpec(BaseModel):
     # every MoE calibration case); `fused` gathers the rows inside the first GEMM and sums only
     # (vLLM's and SGLang's Triton fused_moe: moe_sum). Unset: the engine's (`permute_of`)
     permute: Literal["kernel", "fused"] | None = None
+    # the precision the routed experts' GEMMs take their inputs in, and so the tensor-core rate
+    # their FLOPs run at (docs/moe.md, "Expert activations"): NVFP4 experts run W4A4 (`fp4`);
+    # MXFP4 experts run with MXFP8 activations in TensorRT-LLM on Blackwell (`fp8`) and with
+    # BF16 ones in vLLM's default and on Hopper (`bf16`). Unset: the model's GEMM precision
+    expert_activations: Literal["bf16", "fp8", "fp4"] | None = None
     # the fixed time of an MoE layer's own kernels (router GEMM, top-k, permute, the grouped
     # GEMMs' launch and tail, unpermute, the shared expert) beside a dense FFN's, paid every
     # iteration whatever its tokens (docs/moe.md, "Per-layer kernel time")
@@ -166,11 +171,25 @@ EXPERT_SETTINGS = (
     "alltoall_us",
     "dispatch",
     "permute",
+    "expert_activations",
     "expert_compute_efficiency",
     "expert_memory_efficiency",
     "expert_efficiency",
     "layer_us",
 )
+
+
+def check_expert_activations(spec: MoeServingSpec, gpu: Any) -> None:
+    """An 8- or 4-bit input precision needs tensor cores that run it: a GPU without that peak
+    (an A100 has no FP8, a Hopper no FP4) would silently run it at the BF16 rate."""
+    wanted = spec.expert_activations
+    if wanted in (None, "bf16") or wanted in getattr(gpu, "peak_tflops", {}):
+        return
+    raise SubfieldError(
+        "expert_activations",
+        f"{wanted} activations need {wanted} tensor cores, and GPU {gpu.name!r} has none "
+        "(its peak_tflops names no such precision): use bf16 or a GPU that has them",
+    )
 
 
 def _refuse_expert_settings_on_a_dense_model(spec: MoeServingSpec, model: Any) -> None:

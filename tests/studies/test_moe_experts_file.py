@@ -158,20 +158,22 @@ def test_every_cell_of_the_tensorrt_llm_moe_tables_is_a_case_with_its_figure() -
 
 # Section 1a's columns as its preface and headers state them (moe_specdec_pd.md): model, weight
 # and KV precision (FP8 KV but "Hopper: use auto" for GPT-OSS: its checkpoint's BF16), the FP4
-# experts of DeepSeek-R1's NVFP4 checkpoint, the DEPn layout (ep = attention_dp = n, TensorRT-LLM's
-# gather), and GPT-OSS's TRITON MoE backend on Hopper (`permute: fused`)
+# experts of DeepSeek-R1's NVFP4 checkpoint (W4A4: FP4 activations), the DEPn layout (ep =
+# attention_dp = n, TensorRT-LLM's gather), GPT-OSS's MXFP4 experts with MXFP8 activations on
+# Blackwell (TensorRT-LLM's CUTLASS default there) and its TRITON MoE backend on Hopper (BF16
+# activations, `permute: fused`)
 SECTION_1A = {
-    "MX-T1": ("deepseek-r1", "fp8", "fp8", "fp4", 4, "kernel"),
-    "MX-T3": ("deepseek-r1", "fp8", "fp8", None, 8, "kernel"),
-    "MX-T6": ("gpt-oss-120b", "bf16", "bf16", "fp4", 1, "fused"),
-    "MX-T7": ("gpt-oss-120b", "bf16", "bf16", "fp4", 4, "fused"),
-    "MX-T8": ("gpt-oss-20b", "bf16", "fp8", "fp4", 1, "kernel"),
-    "MX-T11": ("gpt-oss-20b", "bf16", "bf16", "fp4", 1, "fused"),
-    "MX-T15": ("qwen3-235b-a22b", "fp4", "fp8", None, 4, "kernel"),
-    "MX-T18": ("qwen3-235b-a22b", "fp8", "fp8", None, 8, "kernel"),
-    "MX-T19": ("qwen3-30b-a3b", "fp4", "fp8", None, 1, "kernel"),
-    "MX-T21": ("llama-3.3-70b", "fp4", "fp8", None, 1, None),
-    "MX-T23": ("llama-3.3-70b", "fp8", "fp8", None, 1, None),
+    "MX-T1": ("deepseek-r1", "fp8", "fp8", "fp4", 4, "kernel", "fp4"),
+    "MX-T3": ("deepseek-r1", "fp8", "fp8", None, 8, "kernel", None),
+    "MX-T6": ("gpt-oss-120b", "bf16", "bf16", "fp4", 1, "fused", None),
+    "MX-T7": ("gpt-oss-120b", "bf16", "bf16", "fp4", 4, "fused", None),
+    "MX-T8": ("gpt-oss-20b", "bf16", "fp8", "fp4", 1, "kernel", "fp8"),
+    "MX-T11": ("gpt-oss-20b", "bf16", "bf16", "fp4", 1, "fused", None),
+    "MX-T15": ("qwen3-235b-a22b", "fp4", "fp8", None, 4, "kernel", None),
+    "MX-T18": ("qwen3-235b-a22b", "fp8", "fp8", None, 8, "kernel", None),
+    "MX-T19": ("qwen3-30b-a3b", "fp4", "fp8", None, 1, "kernel", None),
+    "MX-T21": ("llama-3.3-70b", "fp4", "fp8", None, 1, None, None),
+    "MX-T23": ("llama-3.3-70b", "fp8", "fp8", None, 1, None, None),
 }
 # the page's request counts by length pair (1000/1000, absent there, as the older page's)
 REQUESTS_1A = {"1000/1000": 3000, "1024/1024": 3000, "1024/8192": 1500, "8192/1024": 1500,
@@ -188,7 +190,7 @@ def test_each_section_1a_case_states_its_columns_facts() -> None:
         if not found:
             continue
         seen.add(found.group(1))
-        name, weights, cache, experts, dep, permute = SECTION_1A[found.group(1)]
+        name, weights, cache, experts, dep, permute, activations = SECTION_1A[found.group(1)]
         scenario = load_scenario(ROOT / "calibration" / case["scenario"], case["set"])
         cluster, tenant = scenario.cluster, scenario.tenants[0]
         model = cluster.model
@@ -200,6 +202,7 @@ def test_each_section_1a_case_states_its_columns_facts() -> None:
         layout = (serving.ep, serving.attention_dp, serving.dispatch if dep > 1 else None)
         assert layout == (dep, dep, "allgather" if dep > 1 else None), case["name"]
         assert (serving.permute if model.moe else None) == permute, case["name"]
+        assert serving.expert_activations == activations, case["name"]
         lengths = f"{tenant.prefill_tokens}/{tenant.decode_tokens}"
         assert tenant.arrivals.count == REQUESTS_1A[lengths], case["name"]
         assert cluster.gpu_memory_utilization == 0.95, case["name"]

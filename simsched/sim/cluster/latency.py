@@ -71,15 +71,13 @@ class RooflineLatency:
     def __init__(self, config: Any, gpu: Any, model: Any, tp: int, scale: float = 1.0) -> None:
         dtype = compute_dtype(model)
         attn_dtype = attention_dtype(model)
-        share = config.compute_efficiency or config.efficiency
-        # `cluster.efficiency_scale`: 1 unless a plan moves the model (--model-error); x1.0 and
-        # min(1.0, share) leave a share <= 1 exactly as it was
-        gemm_eff = min(1.0, (share or _gpu_share(gpu, dtype)) * scale)
-        attn_eff = min(1.0, (share or _gpu_share(gpu, attn_dtype)) * scale)
+        # `cluster.efficiency_scale` (scale): 1 unless a plan moves the model (--model-error)
+        gemm_eff = compute_share(config, gpu, dtype, scale)
+        attn_eff = compute_share(config, gpu, attn_dtype, scale)
         mem_eff = min(
             1.0, (config.memory_efficiency or config.efficiency or gpu.memory_efficiency) * scale
         )
-        peak = gpu.peak_tflops.get(dtype, gpu.tflops) if dtype != "bf16" else gpu.tflops
+        peak = peak_tflops(gpu, dtype)
         gemm_per_ms = tp * peak * 1e9 * gemm_eff
         bytes_per_ms = tp * gpu.hbm_gbps * 1e6 * mem_eff
         vocab = getattr(model, "vocab_size", 0)
@@ -92,9 +90,7 @@ class RooflineLatency:
         q_width = (getattr(model, "heads", None) or model.hidden_size // model.head_dim) * (
             model.head_dim
         )
-        attn_peak = (
-            gpu.peak_tflops.get(attn_dtype, gpu.tflops) if attn_dtype != "bf16" else gpu.tflops
-        )
+        attn_peak = peak_tflops(gpu, attn_dtype)
         self.pair_ms = 4.0 * model.layers * q_width / (tp * attn_peak * 1e9 * attn_eff)
         self.kv_ms = presets.kv_bytes_per_token(model) / bytes_per_ms
         reduces = 2 * model.layers if tp > 1 else 0
@@ -139,6 +135,19 @@ def attention_dtype(model: Any) -> str:
     (a BF16 model's queries, or weight-only int8/int4, stay in 16 bits)."""
     fp8_cache = getattr(model, "kv_dtype", None) == "fp8"
     return "fp8" if fp8_cache and compute_dtype(model) in ("fp8", "fp4") else "bf16"
+
+
+def peak_tflops(gpu: Any, dtype: str) -> float:
+    """One GPU's dense tensor-core peak in `dtype` (BF16's where it has none of its own)."""
+    return gpu.peak_tflops.get(dtype, gpu.tflops) if dtype != "bf16" else gpu.tflops
+
+
+def compute_share(config: Any, gpu: Any, dtype: str, scale: float = 1.0) -> float:
+    """The share of that peak a GEMM in `dtype` reaches: the latency model's own, else the
+    GPU's per precision; times `cluster.efficiency_scale` (x1.0 and min(1.0, share) leave a
+    share <= 1 exactly as it was)."""
+    share = config.compute_efficiency or config.efficiency
+    return min(1.0, (share or _gpu_share(gpu, dtype)) * scale)
 
 
 def _gpu_share(gpu: Any, dtype: str) -> float:

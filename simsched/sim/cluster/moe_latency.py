@@ -5,7 +5,9 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
     distinct(T) = E * (1 - (1 - k/E)^T)            experts one MoE layer reads for T tokens
     weights(T)  = static_bytes + replicated
                   + L_moe * min(E, imbalance * distinct(T)) * expert_bytes / x_mem
-    flops(T)    = 2 * (other_active + routed_active / x_flop) * T + 2 * vocab * hidden * D
+    flops(T)    = 2 * (other_active + routed_active * r / x_flop) * T + 2 * vocab * hidden * D
+                  (r: the model's GEMM rate over the experts' input precision's, peak x share;
+                   1 unless `expert_activations` names another precision)
     gemm        = max(flops(T) / compute, weights(T) / memory)
                   (x_flop, x_mem: expert_compute_efficiency, expert_memory_efficiency)
     attention   = as the dense roofline, with MLA's query width, and the KV reads times the GPUs
@@ -21,7 +23,7 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
     kernels     = L_moe * layer_us                  the MoE layers' own kernels, every iteration
     copies      = L_moe * hidden * (quantize + expand + sum) per token
                   / (one GPU's HBM x memory share)
-                  quantize = (2 B + q) * own             (FP8 or FP4 models only)
+                  quantize = (2 B + q) * own             (FP8 or FP4 expert inputs only)
                   expand   = q * (read + local)          (permute: kernel; 0 when fused)
                   sum      = 2 B * (local + seen)
                   (own = 1/attention_dp; local = k/ep; when the GPU holds every token (ep = 1,
@@ -58,7 +60,7 @@ from simsched.config.moe_shapes import (
     full_attention_layers,
     routed_expert_params,
 )
-from simsched.sim.cluster.latency import RooflineLatency
+from simsched.sim.cluster.latency import RooflineLatency, compute_share, peak_tflops
 
 ACTIVATION_BYTES = 2  # BF16 hidden states on the wire, as the dense all-reduce assumes
 
@@ -93,9 +95,10 @@ def alltoall_ms(
 QUANTIZED_ACTIVATION_BYTES = {"fp8": 1.0, "fp4": 0.5 + 1 / 16}
 
 
-def quantized_bytes(model: Any) -> float | None:
-    """Bytes of one element of the MoE's quantized input, or None when it runs on BF16."""
-    return QUANTIZED_ACTIVATION_BYTES.get(compute_dtype(model))
+def quantized_bytes(model: Any, activations: str | None = None) -> float | None:
+    """Bytes of one element of the MoE's quantized input, or None when it runs on BF16: the
+    experts' input precision (`moe_serving.expert_activations`), else the model's GEMMs'."""
+    return QUANTIZED_ACTIVATION_BYTES.get(activations or compute_dtype(model))
 
 
 @dataclass(frozen=True)
@@ -110,10 +113,10 @@ class Exchange:
         expert-parallel GPU (ep) when every token goes to every GPU whatever its experts."""
         return ep if self.gathers else per_token
 
-    def dispatch_bytes(self, model: Any) -> float:
+    def dispatch_bytes(self, model: Any, activations: str | None = None) -> float:
         """Bytes an element of the dispatched hidden states takes; the combine always returns
         BF16, as the dense all-reduce assumes."""
-        quantized = quantized_bytes(model) if self.quantizes else None
+        quantized = quantized_bytes(model, activations) if self.quantizes else None
         return ACTIVATION_BYTES if quantized is None else quantized
 
 
@@ -225,7 +228,13 @@ class MoeRooflineLatency:
         routed_active = self.moe_layers * self.per_token * expert_params(moe, model.hidden_size)
         other = body - (model.params - active_params(model)) - routed_active
         per_param_ms = dense.token_ms / body
-        self.token_ms = per_param_ms * (other + routed_active / spec.compute_share)
+        # at their inputs' precision (docs/moe.md, "Expert activations"): the model's GEMM rate
+        # over theirs (exactly 1.0 when they are the model's, leaving the sum as it was)
+        activations = spec.expert_activations or compute_dtype(model)
+        ratio = _rate(config, gpu, compute_dtype(model), scale) / _rate(
+            config, gpu, activations, scale
+        )
+        self.token_ms = per_param_ms * (other + routed_active * ratio / spec.compute_share)
         self.head_ms = dense.head_ms
         q_width = attention_of(model).query_width(model)
         dense_width = (model.heads or model.hidden_size // model.head_dim) * model.head_dim
@@ -260,7 +269,7 @@ class MoeRooflineLatency:
         self.ep, self.hidden, self.link_gbps = spec.ep, model.hidden_size, gpu.link_gbps
         exchange = EXCHANGES[spec.dispatch]
         self.copies = exchange.copies(self.per_token, spec.ep)
-        self.dispatch_bytes = exchange.dispatch_bytes(model)
+        self.dispatch_bytes = exchange.dispatch_bytes(model, activations)
         self.alltoall_us = alltoall_latency_us(spec, config)
         # the token copies each GPU writes and reads around its grouped GEMMs, at the dense
         # roofline's memory share (streaming copies, as its weight reads), per iteration token
@@ -268,7 +277,7 @@ class MoeRooflineLatency:
             self.experts, self.per_token, spec.ep, spec.attention_dp, exchange.gathers
         )
         copy_bytes = PERMUTES[spec.permute].bytes_per_token(
-            layout, model.hidden_size, quantized_bytes(model)
+            layout, model.hidden_size, quantized_bytes(model, activations)
         )
         self.copies_ms = self.moe_layers * copy_bytes * tp / bytes_per_ms
 
@@ -308,6 +317,11 @@ class MoeRooflineLatency:
             + self.kv_ms * (prefill_context + prefill_tokens)
             + self.decode_kv_ms * decode_context
         )
+
+
+def _rate(config: Any, gpu: Any, dtype: str, scale: float) -> float:
+    """One GPU's GEMM rate in `dtype`: its peak times the share a GEMM reaches there."""
+    return peak_tflops(gpu, dtype) * compute_share(config, gpu, dtype, scale)
 
 
 def _body_params(model: Any) -> float:

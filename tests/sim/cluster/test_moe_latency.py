@@ -193,6 +193,30 @@ def test_token_copies_by_hand() -> None:
     )
 
 
+def test_expert_activations_set_the_routed_experts_flop_rate_and_copy_width() -> None:
+    # gpt-oss-20b (BF16 but its MXFP4 experts) on one B200, as TensorRT-LLM runs it there with
+    # MXFP8 activations: per token, 24 MoE layers x 4 experts x (3 x 2,880^2 + 2 x 2,880 +
+    # 2,880 biases) = 2,389,616,640 routed parameters, 2 FLOPs each, at 4,500 TFLOPS x the
+    # FP8 share instead of 2,250 x the BF16 one, over the grouped GEMMs' compute share
+    b200 = SimpleNamespace(**presets.GPU_PRESETS["b200"])
+    model = ModelSpec(name="gpt-oss-20b", **presets.MODEL_PRESETS["gpt-oss-20b"])
+    config = RooflineLatencyConfig(kind="roofline")
+    bf16 = MoeRooflineLatency(config, b200, model, 1, MoeServingSpec())
+    fp8 = MoeRooflineLatency(config, b200, model, 1, MoeServingSpec(expert_activations="fp8"))
+    routed = 24 * 4 * (3 * 2880 * 2880 + 3 * 2880)
+    assert routed == 2_389_616_640
+    shares = b200.compute_efficiency
+    per_flop = 1 / (2250e9 * shares["bf16"]) - 1 / (4500e9 * shares["fp8"])
+    saved = 2 * routed * per_flop / MoeServingSpec().compute_share
+    assert bf16.token_ms - fp8.token_ms == pytest.approx(saved, rel=1e-9)
+    # the token copies around the grouped GEMMs carry 1-byte rows instead of 2-byte ones: one
+    # token's quantize (2 + 1), expand (1 x (1 + 4)) and sum (2 x (4 + 1)) over 2,880 elements
+    # a layer against BF16's expand 2 x (1 + 4) and sum; written `bf16`, nothing changes
+    assert fp8.copies_ms / bf16.copies_ms == pytest.approx((3 + 5 + 10) / (10 + 10), rel=1e-12)
+    written = MoeRooflineLatency(config, b200, model, 1, MoeServingSpec(expert_activations="bf16"))
+    assert (written.token_ms, written.copies_ms) == (bf16.token_ms, bf16.copies_ms)
+
+
 def test_the_engine_chooses_the_permute_unless_written() -> None:
     from simsched.config.engines import EngineSpec
     from simsched.config.moe_serving import permute_of
@@ -412,6 +436,16 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
             "  service_model: continuous_batching\n  gpu: h200\n  tp: 8\n  model: deepseek-r1\n"
             "  moe_serving: {permute: gather}",
             "cluster.moe_serving.permute: Input should be 'kernel' or 'fused'",
+        ),
+        (
+            "  service_model: continuous_batching\n  gpu: h200\n  tp: 8\n  model: deepseek-r1\n"
+            "  moe_serving: {expert_activations: fp4}",
+            "cluster.moe_serving.expert_activations: fp4 activations need fp4 tensor cores, and "
+            "GPU 'h200' has none",
+        ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {expert_activations: fp8}",
+            "expert_activations (fp8) applies to the routed experts",
         ),
     ],
 )
