@@ -121,10 +121,10 @@ def plan(
     if (vary is None) == (maximize is None):
         raise InputError(str(file), "--vary", "give either --vary PATH or --maximize PATH")
     knob = vary or maximize
-    _check_over_count(file, set_, over or [])
+    _check_over_count(file, set_, over or [], variant)
     grid = parse_grid(over or [], "--over", str(file))
     if report is not None:  # before the long part, as `scenario --report` does
-        _check_report(report, file, set_, grid)
+        _check_report(report, file, set_, grid, variant)
     line = ProgressLine("plan")
     show = ProbePrinter(knob, list(grid)) if format is Format.table else _probe_note(line)
     with named_by(file):
@@ -149,7 +149,7 @@ def plan(
         )
     line.close()
     if report is not None:
-        write_plan_report(result.to_json_dict(), report, _inputs(file, set_, grid))
+        write_plan_report(result.to_json_dict(), report, _inputs(file, set_, grid, variant))
     if format is Format.json:
         typer.echo(json.dumps(result.to_json_dict(), indent=2))
     else:
@@ -173,7 +173,9 @@ def _uncertainty(
     return shares | ({} if model_error is None else {"model_error": model_error / 100})
 
 
-def _check_over_count(file: Path, set_: list[str] | None, over: list[str]) -> None:
+def _check_over_count(
+    file: Path, set_: list[str] | None, over: list[str], variant: str | None = None
+) -> None:
     """The --over combinations (the product of every flag's count of values) within
     `limits.max_combinations`, counted before any value is read, so that the message gives the
     whole count and a limit that lets it through."""
@@ -184,23 +186,29 @@ def _check_over_count(file: Path, set_: list[str] | None, over: list[str]) -> No
     from simsched.studies.limits import check_combinations
 
     count = prod(len(split_values(spec.partition("=")[2])) for spec in over)
-    check_combinations(count, load_scenario(file, set_).limits, str(file))
+    loaded = load_scenario(file, set_, [variant] if variant else None)
+    check_combinations(count, loaded.limits, str(file))
 
 
-def _inputs(file: Path, set_: list[str] | None, over: dict[str, list]) -> list[Path]:
+def _inputs(
+    file: Path, set_: list[str] | None, over: dict[str, list], variant: str | None = None
+) -> list[Path]:
     """Every file the plan reads: the scenario, what it names, and paths among the --over
     values."""
     from simsched.config.inputs import grid_inputs, scenario_inputs
     from simsched.config.loading import load_scenario
 
-    return [*scenario_inputs(load_scenario(file, set_), file), *grid_inputs(over, file)]
+    loaded = load_scenario(file, set_, [variant] if variant else None)
+    return [*scenario_inputs(loaded, file), *grid_inputs(over, file)]
 
 
-def _check_report(report: Path, file: Path, set_: list[str] | None, over: dict) -> None:
+def _check_report(
+    report: Path, file: Path, set_: list[str] | None, over: dict, variant: str | None = None
+) -> None:
     from simsched.outputs.preflight import check_output_folder
     from simsched.outputs.report_files import PLAN_REPORT_FILES
 
-    check_output_folder(report, "--report", PLAN_REPORT_FILES, _inputs(file, set_, over))
+    check_output_folder(report, "--report", PLAN_REPORT_FILES, _inputs(file, set_, over, variant))
 
 
 def _step(step: float | None) -> int | float | None:

@@ -124,9 +124,10 @@ CHECKED_ENGINES = (None, "trtllm")
 
 
 def configuration_of(pool: Any) -> tuple[Any, ...] | None:
-    """A pool's (model, weight and KV precision, GPU, tp, ep, attention_dp, exchange), the key of
-    the table above; None when nothing there can speak for it: another engine, or a model whose
-    shape differs from its preset's (a mapping that changes layers or experts keeps the name)."""
+    """A pool's (model, weight precision (experts and their inputs named when they differ), KV
+    precision, GPU, tp, ep, attention_dp, exchange, permute), the key of the table above; None
+    when nothing there can speak for it: another engine, or a model whose shape differs from its
+    preset's (a mapping that changes layers or experts keeps the name)."""
     return None if _unlike_the_cases(pool) else _facts(pool)
 
 
@@ -170,8 +171,8 @@ TUNED_SETTINGS = tuple(
 
 def _unlike_the_cases(pool: Any) -> list[str]:
     """What of the pool no MoE case shares whatever its configuration: its engine, its model's
-    shape or GPU's spec, the permute, MoE settings moved from their shipped values, speculative
-    decoding, a P/D role (the cases are mixed offline runs)."""
+    shape or GPU's spec, MoE settings moved from their shipped values, speculative decoding, a
+    P/D role (the cases are mixed offline runs)."""
     engine = getattr(pool, "engine", None)
     serving = getattr(pool, "moe_serving", None) or NO_EXPERT_PARALLELISM
     unlike = []
@@ -266,10 +267,32 @@ def configuration_note(pool: Any) -> str | None:
     likelier = {"too fast": "; read its pessimistic side", "too slow": "; read its optimistic side"}
     return (
         f"this configuration ({checked.label}) is checked on {how}, against the "
-        f"{MOE_MEDIAN_ERROR} of all MoE runs the default margins use; --model-error "
-        f"{efficiency_error(checked) * 100:.1f} plans with its own{likelier.get(side, '')} "
-        "(the efficiency change that error asks for; it moves the roofline's shares only, not "
-        "its fixed latencies or CPU time; docs/moe.md, Calibration)"
+        f"{MOE_MEDIAN_ERROR} of all MoE runs the default margins use; "
+        f"{_model_error_advice(checked)}"
+        f"{likelier.get(side, '')} (it moves the roofline's shares only, capped at 1, not its "
+        "fixed latencies, link transfers or CPU time; docs/moe.md, Calibration)"
+    )
+
+
+# --model-error takes a percent below 100: a correction at or past it cannot be asked for
+LARGEST_MODEL_ERROR = 0.99
+
+
+def _model_error_advice(checked: CheckedConfiguration) -> str:
+    share = efficiency_error(checked)
+    if share > LARGEST_MODEL_ERROR:
+        return (
+            f"no --model-error cancels it (it would take efficiencies {1 + share:.1f} times "
+            "higher): measure"
+        )
+    if _side(checked) == "both ways":
+        return (
+            f"--model-error {share * 100:.1f} plans with its own (its median: the error runs "
+            "both ways, so no one change cancels it)"
+        )
+    return (
+        f"--model-error {share * 100:.1f} plans with its own (the efficiency change that "
+        "cancels its median)"
     )
 
 
@@ -298,7 +321,8 @@ def _how_far(checked: CheckedConfiguration) -> str:
     if checked.figures == 1:
         return f"one TensorRT-LLM run, off by {checked.low:+.1%}"
     spread = f"{checked.low:+.1%} to {checked.high:+.1%}"
-    return f"{checked.figures} TensorRT-LLM runs, off by {checked.median:.1%}, {spread}"
+    side = _side(checked)
+    return f"{checked.figures} TensorRT-LLM runs, off by {checked.median:.1%}, {spread}, {side}"
 
 
 # engines whose own exchange under attention DP gathers, which `alltoall` stands in for here
@@ -393,13 +417,23 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
             f"{MOE_MEDIAN_ERROR} (median of TensorRT-LLM runs; {MOE_AREA_SCOPE}; docs/moe.md, "
             "Calibration)"
         )
-        own = [configuration_note(pool), nearest_note(pool), engine_choices_note(pool)]
+        # on vLLM, gpt-oss-120b has its own judged error (below), which a TensorRT-LLM check's
+        # "unchecked" would contradict
+        judged_on_vllm = (
+            getattr(model, "name", None) == JUDGED_ON_VLLM
+            and getattr(getattr(pool, "engine", None), "name", None) in VLLM_ENGINES[1:]
+        )
+        nearest = None if judged_on_vllm else nearest_note(pool)
+        own = [configuration_note(pool), nearest, engine_choices_note(pool)]
         pool_name = f"pool {getattr(pool, 'name', '?')}: " if named else ""
         notes += [pool_name + note for note in own if note is not None]
         if attention_dp_of(pool) > 1:
             notes.append(pool_name + ATTENTION_DP_NOTE.format(ranks=attention_dp_of(pool)))
     engine = getattr(getattr(pool, "engine", None), "name", None)
-    if getattr(model, "name", None) == JUDGED_ON_VLLM and engine in VLLM_ENGINES:
+    # a run naming no engine that is exactly a checked TensorRT-LLM configuration has that
+    # configuration's note; the vLLM judgement would contradict it there
+    vllm_like = engine is not None or configuration_note(pool) is None
+    if getattr(model, "name", None) == JUDGED_ON_VLLM and engine in VLLM_ENGINES and vllm_like:
         notes.append(VLLM_GPT_OSS_NOTE)
     if getattr(model, "sliding_window", None) is not None:
         notes.append(

@@ -113,7 +113,7 @@ def plan(
     the runner-up and near-ties within `tie_margin` (`uncertainty.py`), its utilisation at the
     scenario's seed, and with `model_error` the whole plan again with the latency model's
     efficiencies moved by -model_error and +model_error, to say whether the answer survives."""
-    source = _Source(scenario, list(overrides or []))
+    source = _Source(scenario, list(overrides or []), variant)
     base = source.load([])
     label = source.label
     combos = math.prod(len(values) for values in (over or {}).values())
@@ -237,8 +237,13 @@ def _headroom(fleet: FleetPlan, spec: ProbeSpec, source: _Source, runner, slots)
 class _Source:
     """The scenario a plan loads at every probe: a file, or an object's settings as JSON."""
 
-    def __init__(self, scenario: str | Path | Scenario, overrides: list[str]) -> None:
+    def __init__(
+        self, scenario: str | Path | Scenario, overrides: list[str], variant: str | None = None
+    ) -> None:
         self.overrides = overrides
+        # the variant judged, when named: the others are left out before validation, as
+        # `scenario --variant` leaves them out (a --set they cannot take does not refuse it)
+        self.variants = [variant] if variant else None
         if isinstance(scenario, Scenario):
             self.raw: str | None = json.dumps(settings_of(scenario))
             self.label = self.path = scenario.name
@@ -250,7 +255,7 @@ class _Source:
     def load(self, texts: list[str]) -> Scenario:
         if self.raw is None:
             try:
-                return load_scenario(self.path, [*self.overrides, *texts])
+                return load_scenario(self.path, [*self.overrides, *texts], self.variants)
             except InputError as exc:
                 source = self.label if exc.source == self.path else exc.source
                 raise InputError(source, exc.where, exc.message) from None

@@ -69,8 +69,8 @@ _STUDY = [""]
 
 
 def task_scenario(task: Task):
-    if task.raw is None:
-        return load_scenario(task.path, list(task.overrides))
+    if task.raw is None:  # only the variants it runs, as `scenario --variant` validates them
+        return load_scenario(task.path, list(task.overrides), list(task.variants) or None)
     return scenario_from_mapping(json.loads(task.raw), list(task.overrides), task.label)
 
 

@@ -39,7 +39,7 @@ def test_the_checked_layout_states_its_own_error() -> None:
     how = f"off by {checked.median:.1%} (median; {spread}, too fast)"
     assert f"5 TensorRT-LLM runs: its throughput is {how}" in note
     # too fast by 32.6% (median): efficiencies 1 - 1/1.326 = 24.6% lower cancel it, not 32.6%
-    assert "--model-error 24.6 plans with its own" in note
+    assert "--model-error 24.6 plans with its own (the efficiency change that cancels" in note
     assert f"against the {moe_notes.MOE_MEDIAN_ERROR} of all MoE runs" in note
     # written out instead of the engine's choice, the same
     written = ("cluster.model={preset: deepseek-r1, kv_dtype: fp8}",
@@ -132,7 +132,7 @@ def test_an_engine_says_what_it_chose_for_the_moe_layers() -> None:
 
 def test_a_one_sided_error_says_which_side_to_read() -> None:
     (note,) = checked_notes(*AS_CHECKED)  # MX-D3 runs too fast: the pessimistic side
-    assert "plans with its own; read its pessimistic side (the efficiency change" in note
+    assert "cancels its median); read its pessimistic side (it moves the roofline's" in note
 
 
 def test_the_model_error_it_suggests_is_the_efficiency_change_that_cancels_the_error() -> None:
@@ -226,3 +226,35 @@ def test_attention_dp_says_its_ranks_are_pooled_with_their_count() -> None:
     assert attention_dp_notes("cluster.moe_serving={ep: 8, attention_dp: 1}") == []
     dense = load_scenario(ROOT / "scenarios" / "fleet_planning.yaml").cluster  # a dense model
     assert not any(n.startswith("attention DP") for n in moe_notes._notes_for(dense))
+
+
+GPT_OSS_H100_DEP4 = (
+    "cluster.gpu=h100-80gb", "cluster.tp=4", "cluster.model=gpt-oss-120b",
+    "cluster.moe_serving={ep: 4, attention_dp: 4, dispatch: allgather, permute: fused}",
+)  # fmt: skip
+
+
+def burst_notes(*sets: str) -> list[str]:
+    burst = ROOT / "calibration" / "scenarios" / "fixed_burst.yaml"
+    return moe_notes._notes_for(load_scenario(burst, list(sets)).cluster)
+
+
+def test_gpt_oss_gets_one_verdict_per_engine_not_two_that_disagree() -> None:
+    # no engine named and exactly a checked TensorRT-LLM configuration: its own check, too fast,
+    # without the vLLM judgement (too slow) beside it
+    found = burst_notes(*GPT_OSS_H100_DEP4)
+    assert any(n.startswith("this configuration (gpt-oss-120b, 4 H100s, DEP4") for n in found)
+    assert not any(n.startswith("gpt-oss-120b: against vLLM 0.13") for n in found)
+    # on vLLM: the vLLM judgement, without a TensorRT-LLM check's "unchecked" beside it
+    on_vllm = burst_notes(*GPT_OSS_H100_DEP4, "cluster.engine=vllm")
+    assert any(n.startswith("gpt-oss-120b: against vLLM 0.13") for n in on_vllm)
+    assert not any(n.startswith("the MoE cases check") for n in on_vllm)
+
+
+def test_an_error_no_model_error_can_cancel_says_to_measure() -> None:
+    # too slow by 60%: efficiencies 1/0.4 - 1 = 150% higher, beyond what --model-error takes
+    slow = moe_notes.CheckedConfiguration("d", 3, 0.60, -0.7, -0.5)
+    assert moe_notes.efficiency_error(slow) == pytest.approx(1.5)
+    assert moe_notes._model_error_advice(slow).startswith(
+        "no --model-error cancels it (it would take efficiencies 2.5 times higher): measure"
+    )

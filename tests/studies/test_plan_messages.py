@@ -212,3 +212,26 @@ def test_an_answer_on_a_gpu_without_a_price_says_so() -> None:
                  headroom=False, over={"cluster.gpu": ["b200", "h100-80gb"]})  # fmt: skip
     assert "cluster.gpu=b200 with cluster.replicas=1" in fleet.message  # first of equals
     assert fleet.message.endswith("GPUs, no list price)")
+
+
+def test_a_plan_validates_only_the_variant_it_judges() -> None:
+    """As `scenario --variant` does: moe_capacity's MTP variant cannot take gpt-oss-120b (no MTP
+    module), which must not refuse a plan judged on another variant."""
+    from pathlib import Path
+
+    import pytest
+
+    from simsched.errors import InputError
+    from simsched.studies.plan import plan
+
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "moe_capacity.yaml"
+    short = [f"tenants.{t}.arrivals.duration_s=1" for t in ("chat", "code", "batch")]
+    gpt_oss = ["cluster.gpu=h100-80gb", "cluster.tp=4", "cluster.model=gpt-oss-120b",
+               "cluster.moe_serving={ep: 4, attention_dp: 4, dispatch: allgather}"]  # fmt: skip
+    slos = [f"{TTFT}<=100000"]
+    result = plan(scenario, "cluster.replicas", "1:2", slos, variant="dep8_x4",
+                  overrides=[*short, *gpt_oss], headroom=False)  # fmt: skip
+    assert result.variant == "dep8_x4" and result.answer == 1
+    with pytest.raises(InputError, match="dep8_mtp_x4"):  # judged, it is still refused
+        plan(scenario, "cluster.replicas", "1:2", slos, variant="dep8_mtp_x4",
+             overrides=[*short, *gpt_oss], headroom=False)  # fmt: skip

@@ -56,7 +56,7 @@ class RooflineLatency:
 
     gemm      = max((2 * body_params * tokens + 2 * vocab * hidden * decode_seqs) / compute,
                     weight_bytes / memory)
-    attention = 4 * layers * heads * head_dim * prefill_pairs / compute_bf16
+    attention = 4 * layers * heads * head_dim * prefill_pairs / compute_attention
               + kv_bytes_per_token * (prefill_context + prefill_tokens + decode_context) / memory
     allreduce = 2 * layers * (allreduce_us + 2 (tp - 1) / tp * tokens * hidden * 2 B / link)
     cpu       = overhead_ms + per_seq_ms * decode_seqs
@@ -129,7 +129,7 @@ class RooflineLatency:
 
 
 def attention_dtype(model: Any) -> str:
-    """The precision a prefill chunk's attention runs in (docs/continuous_batching.md, "Roofline"):
+    """A prefill chunk's attention precision (docs/continuous_batching.md, "Iteration latency"):
     FP8 when the KV cache is FP8 and the GEMMs run quantized (FP8 or NVFP4 checkpoints: the
     query is quantized to FP8 and the FMHA kernels read the FP8 cache as it is), else BF16
     (a BF16 model's queries, or weight-only int8/int4, stay in 16 bits)."""
