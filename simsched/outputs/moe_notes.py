@@ -94,14 +94,16 @@ CHECKED_CONFIGURATIONS = {
         CheckedConfiguration("DeepSeek-R1 FP8 on 8 H200s, DEP8", 5, 0.326, 0.149, 0.379),
     ("deepseek-r1", "fp8, fp4 experts, fp4 activations", "fp8",
      "b200", 4, 4, 4, "allgather", "kernel"):
-        CheckedConfiguration("DeepSeek-R1, FP4 experts, 4 B200s, DEP4", 5, 0.236, -0.314, 0.244),
+        CheckedConfiguration("DeepSeek-R1, FP4 experts and inputs, 4 B200s, DEP4", 5, 0.236, -0.314,
+                             0.244),
     ("gpt-oss-120b", "16-bit, fp4 experts", "16-bit", "h200", 1, 1, 1, "alltoall", "fused"):
         CheckedConfiguration("gpt-oss-120b on one H200, fused permute", 5, 0.330, -0.330, 0.451),
     ("gpt-oss-120b", "16-bit, fp4 experts", "16-bit", "h100-80gb", 4, 4, 4, "allgather", "fused"):
         CheckedConfiguration("gpt-oss-120b, 4 H100s, DEP4, fused permute", 5, 0.530, 0.029, 0.724),
     ("gpt-oss-20b", "16-bit, fp4 experts, fp8 activations", "fp8",
      "b200", 1, 1, 1, "alltoall", "kernel"):
-        CheckedConfiguration("gpt-oss-20b on one B200, FP8 KV cache", 6, 0.133, -0.333, 0.141),
+        CheckedConfiguration("gpt-oss-20b, one B200, FP8 KV cache, FP8 expert inputs", 6, 0.133,
+                             -0.333, 0.141),
     ("gpt-oss-20b", "16-bit, fp4 experts", "16-bit", "h100-80gb", 1, 1, 1, "alltoall", "fused"):
         CheckedConfiguration("gpt-oss-20b on one H100, fused permute", 5, 0.214, -0.312, 0.378),
     ("qwen3-235b-a22b", "fp4", "fp8", "b200", 4, 4, 4, "allgather", "kernel"):
@@ -207,7 +209,12 @@ def _as_shipped(spec: Any, table: dict[str, dict], kind: type, **kept: Any) -> b
 
 
 # the facts a checked configuration may differ in from a run of the same model, GPU and layout
-DIFFERING = {1: "weight precision", 2: "KV cache precision", 7: "exchange", 8: "permute"}
+DIFFERING = {
+    1: "weight or expert-input precision",
+    2: "KV cache precision",
+    7: "exchange",
+    8: "permute",
+}
 SAME_LAYOUT = (0, 3, 4, 5, 6)  # model, GPU, tp, ep, attention_dp
 
 
@@ -354,6 +361,8 @@ def engine_choices_note(pool: Any) -> str | None:
     if engine.name in STAND_IN_EXCHANGE and gathering:
         exchange = f"a stand-in: {STAND_IN_EXCHANGE[engine.name]}"
     how = "in a kernel of its own" if spec.permute == "kernel" else "inside the first GEMM"
+    if written.expert_activations is not None:  # no engine chooses it: say what was written
+        how += f"; their experts take {written.expert_activations} inputs (written)"
     moves = (
         f"exchange tokens by {spec.dispatch} ({exchange})"
         if spec.ep > 1
@@ -432,7 +441,13 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
     engine = getattr(getattr(pool, "engine", None), "name", None)
     # a run naming no engine that is exactly a checked TensorRT-LLM configuration has that
     # configuration's note; the vLLM judgement would contradict it there
-    vllm_like = engine is not None or configuration_note(pool) is None
+    # and its B200 figures were judged with vLLM's BF16 expert inputs, not other written ones
+    serving = getattr(pool, "moe_serving", None)
+    inputs = getattr(serving, "expert_activations", None)
+    vllm_like = (engine is not None or configuration_note(pool) is None) and inputs in (
+        None,
+        "bf16",
+    )
     if getattr(model, "name", None) == JUDGED_ON_VLLM and engine in VLLM_ENGINES and vllm_like:
         notes.append(VLLM_GPT_OSS_NOTE)
     if getattr(model, "sliding_window", None) is not None:

@@ -355,8 +355,8 @@ def _cost(
     if gpus is not None and prices is not None:
         for priced in getattr(cluster, "pools", [cluster]):  # cluster.pools: each pool's GPU
             price, origin = gpu_price(priced)
-            shown_price = "no price" if price is None else f"${price:g}"
-            prices[priced.gpu.name] = f"{priced.gpu.name} {shown_price} ({origin})"
+            listed = f"${price:g} ({origin})" if price is not None else "no price"
+            prices[priced.gpu.name] = f"{priced.gpu.name} {listed}"
     return gpus, cost
 
 

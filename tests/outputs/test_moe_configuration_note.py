@@ -258,3 +258,13 @@ def test_an_error_no_model_error_can_cancel_says_to_measure() -> None:
     assert moe_notes._model_error_advice(slow).startswith(
         "no --model-error cancels it (it would take efficiencies 2.5 times higher): measure"
     )
+
+
+def test_written_expert_inputs_are_echoed_and_keep_the_vllm_judgement_out() -> None:
+    # the vLLM gpt-oss figures were judged with vLLM's BF16 expert inputs: written FP8 inputs on
+    # a B200 are another run, and the engine note says what was written
+    b200 = ("cluster.gpu=b200", "cluster.model=gpt-oss-120b", "cluster.engine=vllm")
+    assert any(n.startswith("gpt-oss-120b: against vLLM 0.13") for n in burst_notes(*b200))
+    written = burst_notes(*b200, "cluster.moe_serving.expert_activations=fp8")
+    assert not any(n.startswith("gpt-oss-120b: against vLLM 0.13") for n in written)
+    assert any("their experts take fp8 inputs (written)" in n for n in written)

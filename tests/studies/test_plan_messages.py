@@ -212,6 +212,8 @@ def test_an_answer_on_a_gpu_without_a_price_says_so() -> None:
                  headroom=False, over={"cluster.gpu": ["b200", "h100-80gb"]})  # fmt: skip
     assert "cluster.gpu=b200 with cluster.replicas=1" in fleet.message  # first of equals
     assert fleet.message.endswith("GPUs, no list price)")
+    (prices,) = [n for n in fleet.notes if n.startswith("prices per GPU-hour")]
+    assert "b200 no price," in prices and "(no price)" not in prices
 
 
 def test_a_plan_validates_only_the_variant_it_judges() -> None:
