@@ -318,7 +318,7 @@ class ContinuousBatchingConfig(BaseModel):
         if self.moe_serving is not None:
             try:
                 check_layout(self.moe_serving, self.tp, self.model)
-                check_expert_activations(self.moe_serving, self.gpu)
+                check_expert_activations(self.moe_serving, self.gpu, self.model)
             except SubfieldError as exc:  # located at the setting: cluster.moe_serving.ep
                 raise SubfieldError(f"moe_serving.{exc.field}", str(exc)) from None
         if self.num_gpu_blocks is None and self.blocks_per_replica == 0:

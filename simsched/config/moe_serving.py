@@ -179,16 +179,34 @@ EXPERT_SETTINGS = (
 )
 
 
-def check_expert_activations(spec: MoeServingSpec, gpu: Any) -> None:
+# bits an element of each GEMM precision: the wider operand of a GEMM sets its tensor-core rate
+PRECISION_BITS = {"fp4": 4, "fp8": 8, "bf16": 16}
+
+
+def check_expert_activations(spec: MoeServingSpec, gpu: Any, model: Any) -> None:
     """An 8- or 4-bit input precision needs tensor cores that run it: a GPU without that peak
-    (an A100 has no FP8, a Hopper no FP4) would silently run it at the BF16 rate."""
+    (an A100 has no FP8, a Hopper no FP4) would silently run it at the BF16 rate; and inputs
+    narrower than the experts' weights (FP8 inputs to BF16 experts) run at the weights' rate."""
     wanted = spec.expert_activations
-    if wanted in (None, "bf16") or wanted in getattr(gpu, "peak_tflops", {}):
+    if wanted is None:
         return
+    moe = getattr(model, "moe", None)
+    experts = getattr(moe, "expert_dtype", None) or getattr(model, "weight_dtype", None)
+    held = experts if experts in ("fp8", "fp4") else "bf16"  # int8/int4: weight-only, 16-bit
+    if PRECISION_BITS[wanted] < PRECISION_BITS[held]:
+        raise SubfieldError(
+            "expert_activations",
+            f"{wanted} inputs are narrower than the experts' {held} weights, and a GEMM runs at "
+            f"its wider operand's rate: write {held} or a wider precision, or give the model "
+            f"{wanted} experts",
+        )
+    if wanted == "bf16" or wanted in getattr(gpu, "peak_tflops", {}):
+        return
+    has = ", ".join(["bf16", *sorted(getattr(gpu, "peak_tflops", {}))])
     raise SubfieldError(
         "expert_activations",
         f"{wanted} activations need {wanted} tensor cores, and GPU {gpu.name!r} has none "
-        "(its peak_tflops names no such precision): use bf16 or a GPU that has them",
+        f"(its peak_tflops names no such precision): use one it has ({has})",
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from simsched.config import presets
 from simsched.config.hardware import GpuSpec, ModelSpec
+from simsched.config.model_presets import compute_dtype
 from simsched.config.moe_serving import (
     EXPERT_SETTINGS,
     NO_EXPERT_PARALLELISM,
@@ -139,7 +140,7 @@ def _facts(pool: Any) -> tuple[Any, ...]:
     gpu = getattr(pool, "gpu", None)
     return (
         model.name,
-        _weight_precision(model, spec.expert_activations),
+        _weight_precision(model, _written_inputs(model, spec)),
         _precision(model.kv_dtype),
         getattr(gpu, "name", gpu),
         pool.tp,
@@ -148,6 +149,13 @@ def _facts(pool: Any) -> tuple[Any, ...]:
         spec.dispatch,
         spec.permute,
     )
+
+
+def _written_inputs(model: Any, spec: MoeServingSpec) -> str | None:
+    """The experts' input precision when written as other than the model's own GEMM precision
+    (written equal to it, it changes nothing and the run is the unset one)."""
+    written = spec.expert_activations
+    return None if written in (None, compute_dtype(model)) else written
 
 
 def _weight_precision(model: Any, activations: str | None = None) -> str:
@@ -281,16 +289,16 @@ def configuration_note(pool: Any) -> str | None:
     )
 
 
-# --model-error takes a percent below 100: a correction at or past it cannot be asked for
-LARGEST_MODEL_ERROR = 0.99
+# --model-error takes a percent below 100: a correction of 100% or more cannot be asked for
+LARGEST_MODEL_ERROR = 1.0
 
 
 def _model_error_advice(checked: CheckedConfiguration) -> str:
     share = efficiency_error(checked)
-    if share > LARGEST_MODEL_ERROR:
+    if share >= LARGEST_MODEL_ERROR:
         return (
             f"no --model-error cancels it (it would take efficiencies {1 + share:.1f} times "
-            "higher): measure"
+            "as high): measure"
         )
     if _side(checked) == "both ways":
         return (
@@ -400,6 +408,20 @@ def served(cluster: Any) -> list[tuple[Any, Any]]:
     return [(getattr(p, "model", None), getattr(p, "speculative", None)) for p in pools_of(cluster)]
 
 
+def _vllm_judged(pool: Any) -> bool:
+    """Whether the vLLM 0.13 gpt-oss-120b judgement speaks for the pool: that model on vLLM or
+    no named engine, with vLLM's BF16 expert inputs, and not exactly a checked TensorRT-LLM
+    configuration (whose own note would contradict it)."""
+    model = getattr(pool, "model", None)
+    engine = getattr(getattr(pool, "engine", None), "name", None)
+    if getattr(model, "name", None) != JUDGED_ON_VLLM or engine not in VLLM_ENGINES:
+        return False
+    inputs = getattr(getattr(pool, "moe_serving", None), "expert_activations", None)
+    if inputs not in (None, "bf16"):
+        return False
+    return engine is not None or configuration_note(pool) is None
+
+
 def moe_notes(resolved: dict[str, Any], variants: list[str], prefix: str = "variant ") -> list[str]:
     """One note per kind of figure that needs a word, naming the variants it concerns (or the
     plan's `--over` combinations, with `prefix` ""); a note about one pool's own configuration
@@ -432,23 +454,13 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
             getattr(model, "name", None) == JUDGED_ON_VLLM
             and getattr(getattr(pool, "engine", None), "name", None) in VLLM_ENGINES[1:]
         )
-        nearest = None if judged_on_vllm else nearest_note(pool)
+        nearest = None if judged_on_vllm or _vllm_judged(pool) else nearest_note(pool)
         own = [configuration_note(pool), nearest, engine_choices_note(pool)]
         pool_name = f"pool {getattr(pool, 'name', '?')}: " if named else ""
         notes += [pool_name + note for note in own if note is not None]
         if attention_dp_of(pool) > 1:
             notes.append(pool_name + ATTENTION_DP_NOTE.format(ranks=attention_dp_of(pool)))
-    engine = getattr(getattr(pool, "engine", None), "name", None)
-    # a run naming no engine that is exactly a checked TensorRT-LLM configuration has that
-    # configuration's note; the vLLM judgement would contradict it there
-    # and its B200 figures were judged with vLLM's BF16 expert inputs, not other written ones
-    serving = getattr(pool, "moe_serving", None)
-    inputs = getattr(serving, "expert_activations", None)
-    vllm_like = (engine is not None or configuration_note(pool) is None) and inputs in (
-        None,
-        "bf16",
-    )
-    if getattr(model, "name", None) == JUDGED_ON_VLLM and engine in VLLM_ENGINES and vllm_like:
+    if _vllm_judged(pool):
         notes.append(VLLM_GPT_OSS_NOTE)
     if getattr(model, "sliding_window", None) is not None:
         notes.append(

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from simsched.config.load_scale import unscalable_tenant
 from simsched.config.loading import (
+    keep_variants,
     load_scenario,
     resolve_variants,
     scenario_from_mapping,
@@ -259,7 +260,10 @@ class _Source:
             except InputError as exc:
                 source = self.label if exc.source == self.path else exc.source
                 raise InputError(source, exc.where, exc.message) from None
-        return scenario_from_mapping(json.loads(self.raw), [*self.overrides, *texts], self.label)
+        mapping = json.loads(self.raw)
+        if self.variants:  # an object's variants are left out as a file's are
+            mapping = keep_variants(mapping, self.variants, self.label)
+        return scenario_from_mapping(mapping, [*self.overrides, *texts], self.label)
 
     def load_at(self, combo: Combo, knob: str, value: Number, flag: str) -> Scenario:
         texts = [format_assignment(p, v) for p, v in combo] + [format_assignment(knob, value)]

@@ -17,7 +17,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from simsched.config.loading import load_scenario, scenario_from_mapping
+from simsched.config.loading import keep_variants, load_scenario, scenario_from_mapping
 from simsched.errors import InputError
 from simsched.results.simulate import simulate
 from simsched.results.tenants import metrics_rows
@@ -71,7 +71,10 @@ _STUDY = [""]
 def task_scenario(task: Task):
     if task.raw is None:  # only the variants it runs, as `scenario --variant` validates them
         return load_scenario(task.path, list(task.overrides), list(task.variants) or None)
-    return scenario_from_mapping(json.loads(task.raw), list(task.overrides), task.label)
+    mapping = json.loads(task.raw)
+    if task.variants:
+        mapping = keep_variants(mapping, list(task.variants), task.label)
+    return scenario_from_mapping(mapping, list(task.overrides), task.label)
 
 
 def run_task(task: Task) -> Outcome:

@@ -256,7 +256,7 @@ def test_an_error_no_model_error_can_cancel_says_to_measure() -> None:
     slow = moe_notes.CheckedConfiguration("d", 3, 0.60, -0.7, -0.5)
     assert moe_notes.efficiency_error(slow) == pytest.approx(1.5)
     assert moe_notes._model_error_advice(slow).startswith(
-        "no --model-error cancels it (it would take efficiencies 2.5 times higher): measure"
+        "no --model-error cancels it (it would take efficiencies 2.5 times as high): measure"
     )
 
 

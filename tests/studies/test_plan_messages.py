@@ -234,6 +234,11 @@ def test_a_plan_validates_only_the_variant_it_judges() -> None:
     result = plan(scenario, "cluster.replicas", "1:2", slos, variant="dep8_x4",
                   overrides=[*short, *gpt_oss], headroom=False)  # fmt: skip
     assert result.variant == "dep8_x4" and result.answer == 1
+    from simsched.config.loading import load_scenario
+
+    as_object = plan(load_scenario(scenario), "cluster.replicas", "1:2", slos,
+                     variant="dep8_x4", overrides=[*short, *gpt_oss], headroom=False)  # fmt: skip
+    assert as_object.answer == result.answer  # an object's variants are left out as a file's
     with pytest.raises(InputError, match="dep8_mtp_x4"):  # judged, it is still refused
         plan(scenario, "cluster.replicas", "1:2", slos, variant="dep8_mtp_x4",
              overrides=[*short, *gpt_oss], headroom=False)  # fmt: skip

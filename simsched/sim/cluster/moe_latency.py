@@ -19,7 +19,7 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
     all-to-all  = L_moe * sum over dispatch and combine of
                   (alltoall_us + T/ep * c * hidden * b * (ep - 1)/ep / link)
                   (c: k copies a token for an all-to-all, ep for AllGather + ReduceScatter;
-                   b: 2 bytes, 1 for an FP8 model's gathered dispatch)
+                   b: 2 bytes, q for a gathered dispatch of FP8 or FP4 expert inputs)
     kernels     = L_moe * layer_us                  the MoE layers' own kernels, every iteration
     copies      = L_moe * hidden * (quantize + expand + sum) per token
                   / (one GPU's HBM x memory share)

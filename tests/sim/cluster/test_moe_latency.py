@@ -215,6 +215,12 @@ def test_expert_activations_set_the_routed_experts_flop_rate_and_copy_width() ->
     assert fp8.copies_ms / bf16.copies_ms == pytest.approx((3 + 5 + 10) / (10 + 10), rel=1e-12)
     written = MoeRooflineLatency(config, b200, model, 1, MoeServingSpec(expert_activations="bf16"))
     assert (written.token_ms, written.copies_ms) == (bf16.token_ms, bf16.copies_ms)
+    # and a gather carries the experts' 1-byte inputs (the combine stays BF16)
+    dep = {"ep": 4, "attention_dp": 4, "dispatch": "allgather"}
+    gathered = MoeRooflineLatency(config, b200, model, 4, MoeServingSpec(**dep))
+    fp8_gather = MoeServingSpec(**dep, expert_activations="fp8")
+    assert gathered.dispatch_bytes == 2
+    assert MoeRooflineLatency(config, b200, model, 4, fp8_gather).dispatch_bytes == 1.0
 
 
 def test_the_engine_chooses_the_permute_unless_written() -> None:
@@ -438,10 +444,17 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
             "cluster.moe_serving.permute: Input should be 'kernel' or 'fused'",
         ),
         (
-            "  service_model: continuous_batching\n  gpu: h200\n  tp: 8\n  model: deepseek-r1\n"
+            "  service_model: continuous_batching\n  gpu: h200\n  model: gpt-oss-20b\n"
             "  moe_serving: {expert_activations: fp4}",
             "cluster.moe_serving.expert_activations: fp4 activations need fp4 tensor cores, and "
-            "GPU 'h200' has none",
+            "GPU 'h200' has none (its peak_tflops names no such precision): use one it has "
+            "(bf16, fp8, int8)",
+        ),
+        (  # FP8 inputs to BF16 experts run at BF16's rate: not what the setting would charge
+            "  service_model: continuous_batching\n  gpu: h200\n  tp: 2\n  model: mixtral-8x7b\n"
+            "  moe_serving: {expert_activations: fp8}",
+            "cluster.moe_serving.expert_activations: fp8 inputs are narrower than the experts' "
+            "bf16 weights",
         ),
         (
             "  service_model: continuous_batching\n  moe_serving: {expert_activations: fp8}",
