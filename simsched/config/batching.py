@@ -52,12 +52,12 @@ def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
     def resolve(value: Any) -> Any:
         if isinstance(value, dict) and "hf_config" in value:  # {hf_config: path, ...overrides}
             rest = {k: v for k, v in value.items() if k != "hf_config"}
-            return _merged(presets.from_hf_config(str(value["hf_config"])), rest)
+            return {**presets.from_hf_config(str(value["hf_config"])), **rest}
         if isinstance(value, dict) and "preset" in value:  # {preset: name, ...overrides}
             rest = {k: v for k, v in value.items() if k != "preset"}
-            return _merged(resolve(value["preset"]), rest)
+            return {**resolve(value["preset"]), **rest}
         if isinstance(value, dict) and value.get("name") in table:
-            return _merged(table[value["name"]], value)  # a preset with some fields overridden
+            return {**table[value["name"]], **value}  # a preset with some fields overridden
         if not isinstance(value, str):
             return value
         if value not in table:
@@ -65,18 +65,6 @@ def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
         return {"name": value, **table[value]}
 
     return resolve
-
-
-def _merged(preset: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """The preset with `changes` over it; a nested mapping of both (a model's `moe`, `attention`)
-    is merged key by key, so `{preset: deepseek-r1, moe: {expert_dtype: fp4}}` changes one key
-    of the preset's experts instead of replacing them with one key."""
-    merged = dict(preset)
-    for key, value in changes.items():
-        inner = merged.get(key)
-        both = isinstance(inner, dict) and isinstance(value, dict)
-        merged[key] = {**inner, **value} if both else value
-    return merged
 
 
 def _earlier(info: ValidationInfo, *keys: str) -> tuple[Any, ...] | None:

@@ -275,23 +275,3 @@ def test_no_mtp_module_when_the_count_is_0_or_absent(config: dict, tmp_path: Pat
     ):
         path.write_text(json.dumps(raw))
         assert ModelSpec(**from_hf_config(str(path))).mtp_modules == 0
-
-
-def test_a_presets_nested_mapping_is_changed_key_by_key() -> None:
-    # {preset: deepseek-r1, moe: {expert_dtype: fp4}} is NVIDIA's NVFP4 checkpoint: the preset's
-    # experts with one key changed, not an `moe` of one key (which has no experts and is refused)
-    from pathlib import Path
-
-    from simsched.config.loading import load_scenario
-
-    burst = Path(__file__).resolve().parents[2] / "calibration" / "scenarios" / "fixed_burst.yaml"
-
-    def model(text: str):
-        return load_scenario(burst, ["cluster.gpu=b200", "cluster.tp=8", text]).cluster.model
-
-    nvfp4 = model("cluster.model={preset: deepseek-r1, moe: {expert_dtype: fp4}}")
-    moe = nvfp4.moe
-    assert moe.expert_dtype == "fp4"
-    assert (moe.experts, moe.experts_per_token, moe.first_dense_layers) == (256, 8, 3)
-    # a value that is not a mapping still replaces the preset's
-    assert model("cluster.model={preset: deepseek-r1, layers: 30}").layers == 30
