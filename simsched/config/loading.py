@@ -38,10 +38,10 @@ def load_scenario(
     path = Path(path)
     label = str(path)
     raw = parse_yaml_mapping(read_text(path, "scenario file", MAX_SCENARIO_BYTES), label)
-    if variants:
-        raw = keep_variants(raw, variants, label)
     # absolute: `with_overrides` resolves against it later, whatever the working folder is then
-    return scenario_from_mapping(raw, overrides, label, Path(os.path.abspath(path.parent)))
+    return scenario_from_mapping(
+        raw, overrides, label, Path(os.path.abspath(path.parent)), variants
+    )
 
 
 def keep_variants(raw: dict[str, Any], names: list[str], label: str) -> dict[str, Any]:
@@ -59,9 +59,16 @@ def keep_variants(raw: dict[str, Any], names: list[str], label: str) -> dict[str
 
 
 def scenario_from_mapping(
-    raw: dict[str, Any], overrides: list[str] | None, label: str, base_dir: Path | None = None
+    raw: dict[str, Any],
+    overrides: list[str] | None,
+    label: str,
+    base_dir: Path | None = None,
+    variants: list[str] | None = None,
 ) -> Scenario:
-    """What `load_scenario` does after reading the file: overrides, paths, validation."""
+    """What `load_scenario` does after reading the file: with `variants`, only those (the
+    others left out before validation), then overrides, paths, validation."""
+    if variants:
+        raw = keep_variants(raw, variants, label)
     versions = [("", raw)]  # (the flag that made it, the raw mapping), the file's own first
     for text in overrides or []:
         versions.append((f"--set {text}", _override(versions[-1][1], text, label)))

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from simsched.config.model_presets import dtype_bytes
+from simsched.config.model_presets import DTYPE_BYTES, dtype_bytes
 from simsched.config.moe import MlaSpec, attention_of
 from simsched.config.spec_base import SubfieldError
 
@@ -179,10 +179,6 @@ EXPERT_SETTINGS = (
 )
 
 
-# bits an element of each GEMM precision: the wider operand of a GEMM sets its tensor-core rate
-PRECISION_BITS = {"fp4": 4, "fp8": 8, "bf16": 16}
-
-
 def check_expert_activations(spec: MoeServingSpec, gpu: Any, model: Any) -> None:
     """An 8- or 4-bit input precision needs tensor cores that run it: a GPU without that peak
     (an A100 has no FP8, a Hopper no FP4) would silently run it at the BF16 rate; and inputs
@@ -193,16 +189,17 @@ def check_expert_activations(spec: MoeServingSpec, gpu: Any, model: Any) -> None
     moe = getattr(model, "moe", None)
     experts = getattr(moe, "expert_dtype", None) or getattr(model, "weight_dtype", None)
     held = experts if experts in ("fp8", "fp4") else "bf16"  # int8/int4: weight-only, 16-bit
-    if PRECISION_BITS[wanted] < PRECISION_BITS[held]:
+    if DTYPE_BYTES[wanted] < DTYPE_BYTES[held]:  # a GEMM runs at its wider operand's rate
         raise SubfieldError(
             "expert_activations",
             f"{wanted} inputs are narrower than the experts' {held} weights, and a GEMM runs at "
             f"its wider operand's rate: write {held} or a wider precision, or give the model "
             f"{wanted} experts",
         )
-    if wanted == "bf16" or wanted in getattr(gpu, "peak_tflops", {}):
+    peaks = getattr(gpu, "peak_tflops", {})
+    if wanted == "bf16" or wanted in peaks:
         return
-    has = ", ".join(["bf16", *sorted(getattr(gpu, "peak_tflops", {}))])
+    has = ", ".join(["bf16", *sorted(peaks)])
     raise SubfieldError(
         "expert_activations",
         f"{wanted} activations need {wanted} tensor cores, and GPU {gpu.name!r} has none "

@@ -442,6 +442,7 @@ def moe_notes(resolved: dict[str, Any], variants: list[str], prefix: str = "vari
 def _notes_for(pool: Any, named: bool = False) -> list[str]:
     model, speculative = getattr(pool, "model", None), getattr(pool, "speculative", None)
     notes = []
+    vllm_judged = _vllm_judged(pool)  # once: it matches the pool against the checked cases
     if getattr(model, "moe", None) is not None:
         notes.append(
             "MoE model: against published MoE throughput its figures are off by "
@@ -454,13 +455,13 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
             getattr(model, "name", None) == JUDGED_ON_VLLM
             and getattr(getattr(pool, "engine", None), "name", None) in VLLM_ENGINES[1:]
         )
-        nearest = None if judged_on_vllm or _vllm_judged(pool) else nearest_note(pool)
+        nearest = None if judged_on_vllm or vllm_judged else nearest_note(pool)
         own = [configuration_note(pool), nearest, engine_choices_note(pool)]
         pool_name = f"pool {getattr(pool, 'name', '?')}: " if named else ""
         notes += [pool_name + note for note in own if note is not None]
         if attention_dp_of(pool) > 1:
             notes.append(pool_name + ATTENTION_DP_NOTE.format(ranks=attention_dp_of(pool)))
-    if _vllm_judged(pool):
+    if vllm_judged:
         notes.append(VLLM_GPT_OSS_NOTE)
     if getattr(model, "sliding_window", None) is not None:
         notes.append(

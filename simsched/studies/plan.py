@@ -37,7 +37,6 @@ from pathlib import Path
 
 from simsched.config.load_scale import unscalable_tenant
 from simsched.config.loading import (
-    keep_variants,
     load_scenario,
     resolve_variants,
     scenario_from_mapping,
@@ -260,10 +259,8 @@ class _Source:
             except InputError as exc:
                 source = self.label if exc.source == self.path else exc.source
                 raise InputError(source, exc.where, exc.message) from None
-        mapping = json.loads(self.raw)
-        if self.variants:  # an object's variants are left out as a file's are
-            mapping = keep_variants(mapping, self.variants, self.label)
-        return scenario_from_mapping(mapping, [*self.overrides, *texts], self.label)
+        texts = [*self.overrides, *texts]  # an object's variants are left out as a file's are
+        return scenario_from_mapping(json.loads(self.raw), texts, self.label, None, self.variants)
 
     def load_at(self, combo: Combo, knob: str, value: Number, flag: str) -> Scenario:
         texts = [format_assignment(p, v) for p, v in combo] + [format_assignment(knob, value)]

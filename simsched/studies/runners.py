@@ -17,7 +17,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from simsched.config.loading import keep_variants, load_scenario, scenario_from_mapping
+from simsched.config.loading import load_scenario, scenario_from_mapping
 from simsched.errors import InputError
 from simsched.results.simulate import simulate
 from simsched.results.tenants import metrics_rows
@@ -69,12 +69,12 @@ _STUDY = [""]
 
 
 def task_scenario(task: Task):
-    if task.raw is None:  # only the variants it runs, as `scenario --variant` validates them
-        return load_scenario(task.path, list(task.overrides), list(task.variants) or None)
-    mapping = json.loads(task.raw)
-    if task.variants:
-        mapping = keep_variants(mapping, list(task.variants), task.label)
-    return scenario_from_mapping(mapping, list(task.overrides), task.label)
+    # only the variants it runs, as `scenario --variant` validates them
+    variants = list(task.variants) or None
+    if task.raw is None:
+        return load_scenario(task.path, list(task.overrides), variants)
+    raw = json.loads(task.raw)
+    return scenario_from_mapping(raw, list(task.overrides), task.label, None, variants)
 
 
 def run_task(task: Task) -> Outcome:
