@@ -71,7 +71,7 @@ def scenario(
     from simsched.config.inputs import scenario_inputs
     from simsched.config.loading import load_scenario, resolve_variants, select_variants
     from simsched.config.shadowing import refuse_shadowed_overrides
-    from simsched.outputs.files import RESULT_FILES, json_safe, write_result
+    from simsched.outputs.files import RESULT_FILES, json_safe, summary_document, write_result
     from simsched.outputs.preflight import check_output_folder
     from simsched.outputs.report_files import SCENARIO_REPORT_FILES
     from simsched.outputs.tables import comparison_table
@@ -99,7 +99,7 @@ def scenario(
 
         write_report(result, report, inputs)
     if format is Format.json:
-        typer.echo(json.dumps(json_safe(result.to_json_dict()), indent=2, allow_nan=False))
+        typer.echo(json.dumps(json_safe(summary_document(result)), indent=2, allow_nan=False))
     else:
         typer.echo(comparison_table(result))
 

@@ -24,6 +24,7 @@ from simsched.outputs.atomic import (
     refuse_overwriting_inputs,
     staging_folder,
 )
+from simsched.outputs.cluster_table import table_notes
 from simsched.results.frames import SimulationResult
 
 REQUESTS_FILE = "requests.csv"
@@ -61,8 +62,20 @@ def _write_files(result: SimulationResult, folder: Path) -> None:
     timeline["time_ms"] = timeline["time_ms"].round(4)
     write_csv(timeline, folder / TIMELINE_FILE)
     with open(folder / SUMMARY_FILE, "w", encoding="utf-8") as f:
-        json.dump(json_safe(result.to_json_dict()), f, indent=2, allow_nan=False)
+        json.dump(json_safe(summary_document(result)), f, indent=2, allow_nan=False)
         f.write("\n")
+
+
+def summary_document(result: SimulationResult) -> dict[str, Any]:
+    """The result as `--format json` prints it and summary.json holds it: the figures, then the
+    table's plain-words notes (`notes`, only when there are any), so that a script reading the
+    JSON learns what the figures leave out (admitted requests only, a model's stated error, a
+    front end that set the pace) as a reader of the table does."""
+    document = result.to_json_dict()
+    notes = table_notes(result)
+    if notes:
+        document["notes"] = notes
+    return document
 
 
 def json_safe(value: Any) -> Any:
