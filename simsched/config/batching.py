@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -34,6 +35,7 @@ from simsched.config.hardware import (
     ModelSpec,
     RooflineLatencyConfig,
 )
+from simsched.config.moe import MoeSpec
 from simsched.config.moe_serving import (
     MoeServingSpec,
     check_expert_activations,
@@ -46,18 +48,24 @@ from simsched.config.spec_base import NonNegativeFloat, Size, Small, SubfieldErr
 from simsched.config.speculative import SpeculativeSpec
 
 
-def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
-    """A before-validator: a preset name becomes its mapping (with the name kept in it)."""
+def _preset(
+    table: dict[str, dict[str, Any]], what: str, blocks: dict[str, type[BaseModel]] | None = None
+) -> Any:
+    """A before-validator: a preset name becomes its mapping (with the name kept in it).
+    `blocks`: the nested mappings a preset may hold, by key, with the spec each validates as."""
 
     def resolve(value: Any) -> Any:
         if isinstance(value, dict) and "hf_config" in value:  # {hf_config: path, ...overrides}
             rest = {k: v for k, v in value.items() if k != "hf_config"}
-            return {**presets.from_hf_config(str(value["hf_config"])), **rest}
+            base = presets.from_hf_config(str(value["hf_config"]))
+            return _overridden(base, rest, blocks, f"the hf_config file {value['hf_config']}")
         if isinstance(value, dict) and "preset" in value:  # {preset: name, ...overrides}
             rest = {k: v for k, v in value.items() if k != "preset"}
-            return {**resolve(value["preset"]), **rest}
+            base = resolve(value["preset"])
+            return _overridden(base, rest, blocks, f"preset {value['preset']!r}")
         if isinstance(value, dict) and value.get("name") in table:
-            return {**table[value["name"]], **value}  # a preset with some fields overridden
+            # a preset with some fields overridden
+            return _overridden(table[value["name"]], value, blocks, f"preset {value['name']!r}")
         if not isinstance(value, str):
             return value
         if value not in table:
@@ -65,6 +73,35 @@ def _preset(table: dict[str, dict[str, Any]], what: str) -> Any:
         return {"name": value, **table[value]}
 
     return resolve
+
+
+def _overridden(
+    base: dict[str, Any], written: dict[str, Any], blocks: dict[str, type[BaseModel]] | None,
+    source: str,
+) -> dict[str, Any]:  # fmt: skip
+    """`base` (a preset's mapping) with the `written` keys in place of its own.
+
+    A nested mapping written beside a preset replaces the preset's whole block: its unwritten
+    keys take the block's defaults, not the preset's. (A key-by-key merge would silently change
+    runs written before that rely on those defaults.) Where the written block lacks a key that
+    has no default, the run cannot go on anyway: say so, and give the preset's block with the
+    written keys in it, ready to paste, instead of a bare "Field required"."""
+    for key, spec in (blocks or {}).items():
+        mine, theirs = written.get(key), base.get(key)
+        if not (isinstance(mine, dict) and isinstance(theirs, dict)):
+            continue
+        fields = spec.model_fields.items()
+        missing = [name for name, field in fields if field.is_required() and name not in mine]
+        if missing:
+            merged = {**theirs, **mine}  # in the spec's order, then any key it does not know
+            ordered = {name: merged.pop(name) for name in spec.model_fields if name in merged}
+            whole = yaml.safe_dump({**ordered, **merged}, default_flow_style=True, sort_keys=False)
+            raise ValueError(
+                f"a {key} mapping beside {source} replaces its whole {key} block, and this "
+                f"one lacks {', '.join(missing)}; write the whole block with your keys in it: "
+                f"{key}: {whole.strip()}"
+            )
+    return {**base, **written}
 
 
 def _earlier(info: ValidationInfo, *keys: str) -> tuple[Any, ...] | None:
@@ -94,7 +131,9 @@ class ContinuousBatchingConfig(BaseModel):
     )
     tp: Small = 1
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
-    model: Annotated[ModelSpec, BeforeValidator(_preset(presets.MODEL_PRESETS, "model"))] = Field(
+    model: Annotated[
+        ModelSpec, BeforeValidator(_preset(presets.MODEL_PRESETS, "model", {"moe": MoeSpec}))
+    ] = Field(
         default_factory=lambda: ModelSpec(name="llama-3-8b", **presets.MODEL_PRESETS["llama-3-8b"])
     )
     block_size: Small = 16
