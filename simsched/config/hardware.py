@@ -8,10 +8,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    model_validator,
+)
 
 from simsched.config.moe import AttentionSpec, MoeSpec, SlidingWindowSpec
-from simsched.config.spec_base import Measure, MeasureOrZero, NonNegativeFloat, Small
+from simsched.config.spec_base import (
+    Measure,
+    MeasureOrZero,
+    NonNegativeFloat,
+    Small,
+    SubfieldError,
+)
 
 MAX_MODEL_PARAMS = 1e15  # a thousand times the largest published model: beyond it, a typo
 
@@ -71,6 +85,28 @@ class ModelSpec(Spec):
     # The config.json the shape came from (`model: {hf_config: path}`): an input of the run,
     # which outputs must not overwrite (config/inputs.py). Not a setting: left out of dumps.
     hf_config: str | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _fp4_format_names_fp4_experts(self) -> ModelSpec:
+        # a block format of 4-bit experts said of 8- or 16-bit ones would change nothing
+        format_, experts = getattr(self.moe, "fp4_format", None), expert_precision(self)
+        if format_ is not None and experts != "fp4":
+            experts = experts or f"{self.dtype_bytes}-byte (dtype_bytes)"
+            raise SubfieldError(  # located at the setting: cluster.model.moe.fp4_format
+                "moe.fp4_format",
+                f"{format_} is a format of FP4 experts, and this model's experts are {experts}: "
+                "set moe.expert_dtype (or weight_dtype) to fp4, or drop fp4_format",
+            )
+        return self
+
+
+def expert_precision(model: Any) -> str | None:
+    """The routed experts' weight precision: `moe.expert_dtype`, else the model's weights'
+    (None on a dense model or one whose weights are told only by `dtype_bytes`)."""
+    moe = getattr(model, "moe", None)
+    if moe is None:
+        return None
+    return moe.expert_dtype or model.weight_dtype
 
 
 class LinearLatencyConfig(Spec):

@@ -138,7 +138,7 @@ def _moe_section(field: _Fields, family: str) -> dict[str, Any]:
             moe.update(router_bias=True, expert_bias=True)
             quant = raw.get("quantization_config")
             if isinstance(quant, dict) and quant.get("quant_method") == "mxfp4":
-                moe["expert_dtype"] = "fp4"
+                moe.update(expert_dtype="fp4", fp4_format="mxfp4")
     return {k: v for k, v in moe.items() if v is not None}
 
 

@@ -44,6 +44,10 @@ class MoeSpec(_Spec):
     # the experts' precision when it differs from the rest (gpt-oss's MXFP4 experts, FP4 MoE
     # checkpoints with BF16/FP8 attention); unset: the model's weight_dtype
     expert_dtype: Dtype | None = None
+    # FP4 experts' block format: NVIDIA's NVFP4 checkpoints (16 elements a block, FP8 scales) or
+    # MXFP4 (gpt-oss: 32 elements, power-of-two scales). An engine profile picks the experts'
+    # input precision from it (docs/moe.md, "Expert activations"); unset: none is picked
+    fp4_format: Literal["nvfp4", "mxfp4"] | None = None
 
     @model_validator(mode="after")
     def _choose_at_most_all(self) -> MoeSpec:

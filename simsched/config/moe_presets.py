@@ -109,13 +109,15 @@ _LLAMA4 = {"experts_per_token": 1, "shared_experts": 1, "expert_ffn": 8192, "den
 
 # AR-8, AR-9: openai/gpt-oss-120b and -20b config.json: every layer MoE, 4 experts per token of
 # width 2880, biased router and experts, attention with biases and sinks, head_dim 64; every
-# second layer a sliding window of 128 tokens; MXFP4 experts (fp4 here), the rest BF16.
+# second layer a sliding window of 128 tokens; MXFP4 experts (quantization_config quant_method
+# mxfp4), the rest BF16.
 _GPT_OSS = {
     "experts_per_token": 4,
     "expert_ffn": 2880,
     "router_bias": True,
     "expert_bias": True,
     "expert_dtype": "fp4",
+    "fp4_format": "mxfp4",
 }
 _GPT_OSS_ATTENTION = {"kind": "gqa", "bias": True, "sinks": True}
 

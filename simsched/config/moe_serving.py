@@ -126,10 +126,39 @@ def dispatch_of(spec: MoeServingSpec, engine: Any) -> str:
     return "allgather" if gathers else "alltoall"
 
 
-def with_engine_choices(spec: MoeServingSpec, engine: Any) -> MoeServingSpec:
-    """`spec` with the settings an engine chooses where they are left unset filled in."""
+def with_engine_choices(
+    spec: MoeServingSpec, engine: Any, gpu: Any = None, model: Any = None
+) -> MoeServingSpec:
+    """`spec` with the settings an engine chooses where they are left unset filled in (the
+    experts' input precision only when the GPU and the model are given)."""
     choices = {"dispatch": dispatch_of(spec, engine), "permute": permute_of(spec, engine)}
+    choices["expert_activations"] = expert_activations_of(spec, engine, gpu, model)
     return spec.model_copy(update=choices)
+
+
+# docs/moe.md, "Expert activations": the precision an engine feeds FP4 experts' GEMMs on a GPU
+# with FP4 tensor cores, by the experts' block format. TensorRT-LLM quantizes NVFP4 experts'
+# inputs to NVFP4 (`fp4_quantize`) and gives MXFP4 experts MXFP8 inputs on Blackwell
+# (`get_mxfp4_quant_algo`); vLLM's and SGLang's CUTLASS FP4 MoE quantize NVFP4 experts' inputs
+# to FP4 (`scaled_fp4_experts_quant`), while vLLM runs MXFP4 experts on BF16 inputs by default
+# (mxfp4.py). A format an engine does not list, or no engine: the model's own GEMM precision.
+ENGINE_EXPERT_INPUTS: dict[str, dict[str, str]] = {
+    "trtllm": {"nvfp4": "fp4", "mxfp4": "fp8"},
+    "vllm": {"nvfp4": "fp4"},
+    "sglang": {"nvfp4": "fp4"},
+}
+
+
+def expert_activations_of(spec: MoeServingSpec, engine: Any, gpu: Any, model: Any) -> str | None:
+    """The experts' input precision a replica runs: as written, else its engine's for the
+    experts' FP4 format on a GPU with tensor cores for both (`ENGINE_EXPERT_INPUTS`), else None
+    (the model's own GEMM precision)."""
+    if spec.expert_activations is not None:
+        return spec.expert_activations
+    format_ = getattr(getattr(model, "moe", None), "fp4_format", None)
+    chosen = ENGINE_EXPERT_INPUTS.get(getattr(engine, "name", None), {}).get(format_)
+    peaks = getattr(gpu, "peak_tflops", {})
+    return chosen if "fp4" in peaks and chosen in peaks else None
 
 
 def permute_of(spec: MoeServingSpec, engine: Any) -> str:

@@ -136,8 +136,9 @@ def configuration_of(pool: Any) -> tuple[Any, ...] | None:
 
 def _facts(pool: Any) -> tuple[Any, ...]:
     model, serving = pool.model, getattr(pool, "moe_serving", None)
-    spec = with_engine_choices(serving or NO_EXPERT_PARALLELISM, getattr(pool, "engine", None))
     gpu = getattr(pool, "gpu", None)
+    engine = getattr(pool, "engine", None)
+    spec = with_engine_choices(serving or NO_EXPERT_PARALLELISM, engine, gpu, model)
     return (
         model.name,
         _weight_precision(model, _written_inputs(model, spec)),
@@ -152,8 +153,9 @@ def _facts(pool: Any) -> tuple[Any, ...]:
 
 
 def _written_inputs(model: Any, spec: MoeServingSpec) -> str | None:
-    """The experts' input precision when written as other than the model's own GEMM precision
-    (written equal to it, it changes nothing and the run is the unset one)."""
+    """The experts' input precision when other than the model's own GEMM precision, written or
+    the engine's choice (`spec` has the engine's choices; equal to the model's, it changes
+    nothing and the run is the unset one)."""
     written = spec.expert_activations
     return None if written in (None, compute_dtype(model)) else written
 
@@ -161,7 +163,8 @@ def _written_inputs(model: Any, spec: MoeServingSpec) -> str | None:
 def _weight_precision(model: Any, activations: str | None = None) -> str:
     """The weights' precision, naming routed experts held in another one (gpt-oss's MXFP4
     experts in a BF16 model, DeepSeek-R1's NVFP4 checkpoint: "fp8, fp4 experts") and the
-    experts' input precision when written (`expert_activations`: "..., fp8 activations")."""
+    experts' input precision when given (`expert_activations`, written or the engine's:
+    "..., fp8 activations")."""
     weights = _precision(model.weight_dtype)
     experts = getattr(getattr(model, "moe", None), "expert_dtype", None)
     text = weights
@@ -359,18 +362,22 @@ def engine_choices_note(pool: Any) -> str | None:
     if engine is None:
         return None
     written = getattr(pool, "moe_serving", None) or NO_EXPERT_PARALLELISM
-    spec = with_engine_choices(written, engine)
+    model = getattr(pool, "model", None)
+    spec = with_engine_choices(written, engine, getattr(pool, "gpu", None), model)
 
     def whose(name: str) -> str:
         return "written" if getattr(written, name) is not None else f"{engine.name}'s default"
+
+    def whose_inputs(model: Any) -> str:
+        if written.expert_activations is not None:
+            return "written"
+        return f"{engine.name}'s default for {model.moe.fp4_format.upper()} experts"
 
     exchange = whose("dispatch")
     gathering = written.dispatch is None and written.ep > 1 and written.attention_dp > 1
     if engine.name in STAND_IN_EXCHANGE and gathering:
         exchange = f"a stand-in: {STAND_IN_EXCHANGE[engine.name]}"
     how = "in a kernel of its own" if spec.permute == "kernel" else "inside the first GEMM"
-    if written.expert_activations is not None:  # no engine chooses it: say what was written
-        how += f"; their experts take {written.expert_activations} inputs (written)"
     moves = (
         f"exchange tokens by {spec.dispatch} ({exchange})"
         if spec.ep > 1
@@ -380,6 +387,8 @@ def engine_choices_note(pool: Any) -> str | None:
         f"engine {engine.name}: its MoE layers {moves} and put them in expert order {how} "
         f"({whose('permute')})"
     )
+    if spec.expert_activations is not None:  # written, or the engine's for its FP4 format
+        note += f"; their experts take {spec.expert_activations} inputs ({whose_inputs(model)})"
     if engine.name != "trtllm":
         note += (
             "; the MoE cases are TensorRT-LLM runs, so on this engine an MoE model is unchecked "

@@ -268,3 +268,17 @@ def test_written_expert_inputs_are_echoed_and_keep_the_vllm_judgement_out() -> N
     written = burst_notes(*b200, "cluster.moe_serving.expert_activations=fp8")
     assert not any(n.startswith("gpt-oss-120b: against vLLM 0.13") for n in written)
     assert any("their experts take fp8 inputs (written)" in n for n in written)
+
+
+def test_trtllm_named_on_b200_runs_gpt_oss_as_its_checked_configuration() -> None:
+    # MX-T8 states TensorRT-LLM's FP8 inputs to gpt-oss's MXFP4 experts; naming the engine
+    # gives them (its default on Blackwell), so the run gets that configuration's own check
+    run = ("cluster.gpu=b200", "cluster.model={preset: gpt-oss-20b, kv_dtype: fp8}")
+    named = burst_notes(*run, "cluster.engine=trtllm")
+    assert any(n.startswith("this configuration (gpt-oss-20b, one B200, FP8 KV") for n in named)
+    assert any(
+        "their experts take fp8 inputs (trtllm's default for MXFP4 experts)" in n for n in named
+    )
+    # unnamed, the model's BF16 inputs: a run that differs from the check there
+    unnamed = burst_notes(*run)
+    assert any("differs from in its weight or expert-input precision" in n for n in unnamed)

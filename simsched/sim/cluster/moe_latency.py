@@ -207,7 +207,7 @@ class MoeRooflineLatency:
     ) -> None:  # fmt: skip
         dense = RooflineLatency(config, gpu, model, tp, scale)  # the shared coefficients
         # the exchange and the permute as written, else as the engine runs them
-        spec = with_engine_choices(serving or NO_EXPERT_PARALLELISM, engine)
+        spec = with_engine_choices(serving or NO_EXPERT_PARALLELISM, engine, gpu, model)
         moe = model.moe
         self.experts, self.per_token = moe.experts, moe.experts_per_token
         self.moe_layers = moe.moe_layers(model.layers)

@@ -7,6 +7,7 @@ import itertools
 import math
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,8 @@ from simsched.config.moe_serving import MoeServingSpec
 from simsched.sim.cluster.latency import build_latency
 from simsched.sim.cluster.moe_latency import MoeRooflineLatency, alltoall_ms, distinct_experts
 from tests.sim.cluster.test_roofline_physics import ONE_REQUEST, write_scenario
+
+ROOT = Path(__file__).resolve().parents[3]
 
 H200 = SimpleNamespace(**presets.GPU_PRESETS["h200"])
 R1 = ModelSpec(name="deepseek-r1", **presets.MODEL_PRESETS["deepseek-r1"])
@@ -602,3 +605,59 @@ def test_a_refused_layout_names_its_field_as_a_range_error_does(
     with pytest.raises(InputError) as caught:
         load_scenario(path)
     assert f"{caught.value}".split("s.yaml: ", 1)[-1].startswith(where)
+
+
+def test_an_engine_chooses_fp4_experts_inputs_by_their_format_unless_written() -> None:
+    from simsched.config.engines import EngineSpec
+
+    # TensorRT-LLM feeds gpt-oss's MXFP4 experts MXFP8 on a B200: the same roofline as FP8
+    # inputs written; vLLM keeps its BF16 default, as does TensorRT-LLM on an H200 (no FP4
+    # tensor cores) and any engine when `expert_activations` is written
+    b200 = SimpleNamespace(**presets.GPU_PRESETS["b200"])
+    model = ModelSpec(name="gpt-oss-20b", **presets.MODEL_PRESETS["gpt-oss-20b"])
+    assert model.moe.fp4_format == "mxfp4"  # its config.json's quant_method
+    config = RooflineLatencyConfig(kind="roofline")
+
+    def terms(gpu: Any, spec: MoeServingSpec, engine: str | None = None) -> tuple:
+        named = None if engine is None else EngineSpec(name=engine)
+        latency = MoeRooflineLatency(config, gpu, model, 1, spec, engine=named)
+        return latency.token_ms, latency.copies_ms
+
+    # the permute written, so that only the inputs can differ between engines
+    unset = MoeServingSpec(permute="kernel")
+    fp8 = MoeServingSpec(permute="kernel", expert_activations="fp8")
+    assert terms(b200, unset, "trtllm") == terms(b200, fp8) != terms(b200, unset)
+    assert terms(b200, unset, "vllm") == terms(b200, unset)
+    h200 = SimpleNamespace(**presets.GPU_PRESETS["h200"])
+    assert terms(h200, unset, "trtllm") == terms(h200, unset)
+    bf16 = MoeServingSpec(permute="kernel", expert_activations="bf16")
+    assert terms(b200, bf16, "trtllm") == terms(b200, unset)
+
+
+def test_nvfp4_experts_take_fp4_inputs_on_every_engine_that_names_the_format() -> None:
+    from simsched.config.moe_serving import expert_activations_of
+
+    # NVIDIA's NVFP4 DeepSeek-R1: FP8 model, FP4 experts; the format unset, no engine chooses
+    r1 = presets.MODEL_PRESETS["deepseek-r1"]
+    nvfp4 = ModelSpec(name="r1", **{**r1, "moe": {**r1["moe"], "expert_dtype": "fp4"}})
+    named = ModelSpec(
+        name="r1", **{**r1, "moe": {**r1["moe"], "expert_dtype": "fp4", "fp4_format": "nvfp4"}}
+    )
+    b200 = SimpleNamespace(**presets.GPU_PRESETS["b200"])
+    unset = MoeServingSpec()
+    for engine in ("trtllm", "vllm", "sglang"):
+        assert expert_activations_of(unset, SimpleNamespace(name=engine), b200, named) == "fp4"
+        assert expert_activations_of(unset, SimpleNamespace(name=engine), b200, nvfp4) is None
+    assert expert_activations_of(unset, SimpleNamespace(name="vllm-0.6"), b200, named) is None
+    assert expert_activations_of(unset, None, b200, named) is None  # no engine: the model's
+
+
+def test_a_fp4_format_on_experts_of_another_precision_is_refused(simsched_cli) -> None:
+    burst = ROOT / "calibration" / "scenarios" / "fixed_burst.yaml"
+    r1 = "{preset: deepseek-r1, moe: {experts: 256, experts_per_token: 8, expert_ffn: 2048, "
+    run = simsched_cli("validate", burst, "--set", f"cluster.model={r1}fp4_format: nvfp4}}}}")
+    assert run.code == 2 and run.err.count("\n") == 1
+    assert run.err.rstrip().endswith(
+        "cluster.model.moe.fp4_format: nvfp4 is a format of FP4 experts, and this model's "
+        "experts are fp8: set moe.expert_dtype (or weight_dtype) to fp4, or drop fp4_format"
+    )
