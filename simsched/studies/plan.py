@@ -331,7 +331,8 @@ def _check_ends(
                 source.label,
                 f"--minimize {minimize}",
                 f"{why} ({shown(result.combo) or 'the scenario'}); cost needs the "
-                "continuous_batching model and a price_per_gpu_hour in the gpu mapping",
+                "continuous_batching model and a price: cluster.gpu_prices (e.g. --set "
+                "'cluster.gpu_prices={b200: 9.0}') or price_per_gpu_hour in the gpu mapping",
             )
     return None
 

@@ -62,14 +62,37 @@ def gap(best: PlanResult, other: PlanResult) -> float | None:
     return other.cost_per_hour / best.cost_per_hour - 1
 
 
+def worse_by(fleet: FleetPlan, other: PlanResult) -> float | None:
+    """How much worse `other` is than the answer by what the plan minimizes, as a share of the
+    answer's: its cost, its GPUs, or its value of the knob (for a largest-load plan, how much
+    less it sustains). None where either has no such figure."""
+    best = fleet.best
+    if fleet.minimize == "cost":
+        return gap(best, other)
+    if fleet.minimize == "gpus":
+        mine, theirs = best.gpus, other.gpus
+    else:
+        pair = (best.answer, other.answer)
+        mine, theirs = pair[::-1] if fleet.maximize else pair
+    if not isinstance(mine, int | float) or not isinstance(theirs, int | float) or mine <= 0:
+        return None
+    return theirs / mine - 1
+
+
+def _choosing(fleet: FleetPlan) -> bool:
+    """A plan that chose between combinations (`--over`): a single search has no runner-up."""
+    return fleet.best is not None and (fleet.minimize == "cost" or len(fleet.plans) > 1)
+
+
 def runner_up_document(fleet: FleetPlan, margin: float) -> dict[str, Any] | None:
-    """The runner-up and near-ties as JSON for `--minimize cost` (the notes in words): scripts
-    that read `--format json` get them without parsing notes."""
-    if fleet.minimize != "cost" or fleet.best is None:
+    """The runner-up and near-ties as JSON (the notes in words): scripts that read `--format
+    json` get them without parsing notes. `gap` is how much worse each is by what the plan
+    minimizes (`worse_by`)."""
+    if not _choosing(fleet):
         return None
     other = runner_up(fleet)
     others = [p for p in fleet.plans if p.answer is not None and p is not fleet.best]
-    ties = [p for p in others if (share := gap(fleet.best, p)) is not None and share <= margin]
+    ties = [p for p in others if (share := worse_by(fleet, p)) is not None and share <= margin]
     return {
         "runner_up": None if other is None else _option_document(fleet, other),
         "tie_margin": margin,
@@ -81,35 +104,64 @@ def _option_document(fleet: FleetPlan, plan: PlanResult) -> dict[str, Any]:
     return {
         "over": dict(plan.combo),
         "answer": plan.answer,
+        "gpus": plan.gpus,
         "cost_per_hour": plan.cost_per_hour,
-        "gap": gap(fleet.best, plan),  # the extra cost as a share of the answer's
+        "gap": worse_by(fleet, plan),
     }
 
 
 def runner_up_notes(fleet: FleetPlan, margin: float) -> list[str]:
-    """The runner-up and its gap, for `--minimize cost`; a near-tie when within `margin`."""
-    if fleet.minimize != "cost" or fleet.best is None:
+    """The runner-up and how much worse it is; a near-tie (or a tie) when within `margin`: the
+    answer of a plan that chose between combinations is then not the model's to call."""
+    if not _choosing(fleet):
         return []
     other = runner_up(fleet)
     if other is None:
         return ["runner-up: none (no other combination meets every SLO in the range)"]
-    share = gap(fleet.best, other)
-    extra = other.cost_per_hour - fleet.best.cost_per_hour
-    text = (
-        f"runner-up: {option(fleet, other)}, +${extra:.2f}/hour ({share_text(share, signed=True)})"
-    )
-    notes = [text]
+    notes = [f"runner-up: {option(fleet, other)}, {_worse_text(fleet, other)}"]
     for plan in fleet.plans:
         within = plan.answer is not None and plan is not fleet.best
-        share = gap(fleet.best, plan) if within else None
-        if share is not None and share <= margin:
+        share = worse_by(fleet, plan) if within else None
+        if share is None or share > margin:
+            continue
+        if share == 0:
             notes.append(
-                f"near-tie: {option(fleet, plan)} costs {share_text(share, signed=True)} "
-                f"against the answer {option(fleet, fleet.best)}, within the "
-                f"{share_text(margin)} margin ({_source(margin)}); "
-                "the model cannot tell them apart: weigh both"
+                f"tie: {option(fleet, plan)} does as well as the answer {option(fleet, fleet.best)}"
+                f" by {_MEASURES[fleet.minimize]} ({_measure_text(fleet, plan)}); the answer is "
+                "the first in --over's order, not a better one: weigh both"
             )
+            continue
+        notes.append(
+            f"near-tie: {option(fleet, plan)} {_VERBS[fleet.minimize]} "
+            f"{share_text(share, signed=True)} against the answer {option(fleet, fleet.best)}, "
+            f"within the {share_text(margin)} margin ({_source(margin)}); "
+            "the model cannot tell them apart: weigh both"
+        )
     return notes
+
+
+_MEASURES = {"cost": "cost", "gpus": "GPUs", "value": "the knob's value"}
+_VERBS = {"cost": "costs", "gpus": "needs GPUs", "value": "is"}
+
+
+def _measure_text(fleet: FleetPlan, plan: PlanResult) -> str:
+    if fleet.minimize == "cost":
+        return f"${plan.cost_per_hour:.2f}/hour"
+    if fleet.minimize == "gpus":
+        return f"{plan.gpus} GPUs"
+    return f"{fleet.knob}={plan.answer}"
+
+
+def _worse_text(fleet: FleetPlan, other: PlanResult) -> str:
+    """`+$0.50/hour (+3.7%)`, `+8 GPUs (+50.0%)`, `(+25.0%)`: the runner-up against the answer."""
+    share = worse_by(fleet, other)
+    percent = "" if share is None else f" ({share_text(share, signed=True)})"
+    best = fleet.best
+    if fleet.minimize == "cost":
+        return f"+${other.cost_per_hour - best.cost_per_hour:.2f}/hour{percent}"
+    if fleet.minimize == "gpus" and other.gpus is not None and best.gpus is not None:
+        return f"{other.gpus - best.gpus:+d} GPUs{percent}"
+    return f"{fleet.knob}={other.answer}{percent}"
 
 
 def _source(margin: float) -> str:

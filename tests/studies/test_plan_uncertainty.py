@@ -74,7 +74,7 @@ def test_the_json_carries_the_runner_up_and_near_ties_the_notes_state() -> None:
     fleet = fleet_of({"a100-80gb": 13.50, "h100-80gb": 14.00, "h200": 20.00})
     fleet.choice = runner_up_document(fleet, CALIBRATION_MEDIAN_ERROR)
     document = fleet.to_json_dict()
-    h100 = {"over": {"cluster.gpu": "h100-80gb"}, "answer": 2, "cost_per_hour": 14.00}
+    h100 = {"over": {"cluster.gpu": "h100-80gb"}, "answer": 2, "gpus": 2, "cost_per_hour": 14.00}
     assert document["runner_up"] == h100 | {"gap": pytest.approx(14.00 / 13.50 - 1)}
     assert document["near_ties"] == [document["runner_up"]]  # 3.7% within 5.8%; h200 48% not
     assert document["tie_margin"] == CALIBRATION_MEDIAN_ERROR
@@ -82,8 +82,51 @@ def test_the_json_carries_the_runner_up_and_near_ties_the_notes_state() -> None:
     assert runner_up_document(alone, CALIBRATION_MEDIAN_ERROR) == {
         "runner_up": None, "tie_margin": CALIBRATION_MEDIAN_ERROR, "near_ties": []
     }  # fmt: skip
-    fleet.minimize = "value"
-    assert runner_up_document(fleet, CALIBRATION_MEDIAN_ERROR) is None  # cost plans only
+    one = fleet_of({"a100-80gb": 13.50})
+    one.minimize = "gpus"
+    assert runner_up_document(one, CALIBRATION_MEDIAN_ERROR) is None  # one search: no choice
+
+
+def gpu_fleet(gpus: dict[str, int | None]) -> FleetPlan:
+    """Combinations that meet every SLO with these GPU counts (None: none in the range), no
+    price known (B200 has no list price), chosen by --minimize gpus."""
+    plans = [
+        PlanResult("cluster.replicas", "base", False, [1, 2], [],
+                   combo=(("cluster.engine", engine),), answer=None if n is None else n // 8,
+                   gpus=n, cost_per_hour=None)
+        for engine, n in gpus.items()
+    ]  # fmt: skip
+    fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "gpus", plans)
+    fleet.choose()
+    return fleet
+
+
+def test_an_equal_gpu_count_is_a_tie_the_answer_does_not_hide() -> None:
+    # vllm and trtllm both need 16 GPUs: min() keeps vllm, the first in --over's order, which
+    # says nothing about which is better; sglang's 24 is 50% more, outside 17.4%
+    fleet = gpu_fleet({"vllm": 16, "sglang": 24, "trtllm": 16})
+    notes = runner_up_notes(fleet, 0.174)
+    assert notes[0] == ("runner-up: cluster.engine=trtllm with cluster.replicas=2, +0 GPUs (+0.0%)")
+    assert notes[1:] == [
+        "tie: cluster.engine=trtllm with cluster.replicas=2 does as well as the answer "
+        "cluster.engine=vllm with cluster.replicas=2 by GPUs (16 GPUs); the answer is the first "
+        "in --over's order, not a better one: weigh both"
+    ]
+    document = runner_up_document(fleet, 0.174)
+    assert [t["over"] for t in document["near_ties"]] == [{"cluster.engine": "trtllm"}]
+    assert document["near_ties"][0]["gap"] == 0
+
+
+def test_a_gpu_count_within_the_margin_is_a_near_tie() -> None:
+    # 18 / 16 - 1 = 12.5%, within the MoE margin of 17.4%; 24 / 16 - 1 = 50%, not
+    fleet = gpu_fleet({"vllm": 24, "sglang": 18, "trtllm": 16, "none": None})
+    notes = runner_up_notes(fleet, 0.174)
+    assert notes[0] == "runner-up: cluster.engine=sglang with cluster.replicas=2, +2 GPUs (+12.5%)"
+    assert notes[1].startswith(
+        "near-tie: cluster.engine=sglang with cluster.replicas=2 needs GPUs +12.5% against the "
+        "answer cluster.engine=trtllm with cluster.replicas=2, within the 17.4% margin"
+    )
+    assert len(notes) == 2
 
 
 def counting_scenario(tmp_path: Path) -> Path:
