@@ -99,7 +99,16 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
     "mistral-7b": _preset(32, 4096, 32, 8, 14336, 32768),
 }
 
-_HF_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": None}
+# torch_dtype names: a float32 checkpoint is served in 16 bits (vLLM's `--dtype auto` runs it in
+# FP16), so it states no weight precision (None: `dtype_bytes`, 2)
+_HF_DTYPES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "float32": None,
+    "float": None,
+    "float8_e4m3fn": "fp8",
+}
 # A config.json is a few KiB; the bound keeps /dev/zero, a FIFO or a huge file from being read.
 MAX_HF_CONFIG_BYTES = 1024**2
 # The shape fields read, each a positive whole number at most this (far beyond any model, yet
@@ -207,6 +216,9 @@ def _check_dtype_names(raw: dict[str, Any], path: str) -> None:
             shown = json.dumps(value) if isinstance(value, (bool, int, float)) else type(
                 value).__name__  # fmt: skip
             raise ValueError(f'{path}: {where} must be a name such as "bfloat16", not {shown}')
+        if value is not None and value not in _HF_DTYPES:
+            known = ", ".join(_HF_DTYPES)
+            raise ValueError(f"{path}: {where} {value!r} is not a torch dtype (known: {known})")
 
 
 def _read_hf_config(path: str) -> dict[str, Any]:

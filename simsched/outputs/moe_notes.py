@@ -124,6 +124,8 @@ MOE_AREA_SCOPE = (
 # the engines the TensorRT-LLM cases speak for: TensorRT-LLM itself, or none named (the cases
 # state its facts key by key)
 CHECKED_ENGINES = (None, "trtllm")
+# the model names a check speaks for: a configuration's, or the vLLM judgement's
+CHECKED_NAMES = {key[0] for key in CHECKED_CONFIGURATIONS} | {JUDGED_ON_VLLM}
 
 
 def configuration_of(pool: Any) -> tuple[Any, ...] | None:
@@ -140,7 +142,7 @@ def _facts(pool: Any) -> tuple[Any, ...]:
     engine = getattr(pool, "engine", None)
     spec = with_engine_choices(serving or NO_EXPERT_PARALLELISM, engine, gpu, model)
     return (
-        model.name,
+        preset_name(model),
         _weight_precision(model, _written_inputs(model, spec)),
         _precision(model.kv_dtype),
         getattr(gpu, "name", gpu),
@@ -257,14 +259,37 @@ def _precision(dtype: str | None) -> str:
 
 
 def _is_its_preset(model: Any) -> bool:
-    """Whether `model` is its preset as shipped, up to its weight, experts' and KV precision."""
-    if getattr(model, "name", None) is None:
+    """Whether `model` is a preset as shipped, up to its weight, experts' and KV precision."""
+    name = preset_name(model)
+    return name is not None and _is_preset(model, name)
+
+
+def preset_name(model: Any) -> str | None:
+    """The name the MoE checks know `model` by: the preset it is as shipped up to its
+    precisions, its own name's first, then any preset of the same shape, one a case checks
+    first (a model read from its config.json, `hf_config`, is named after its folder; DeepSeek-V3
+    and -R1 share a shape); else its own name (None without a model)."""
+    name = getattr(model, "name", None)
+    if name is None or _is_preset(model, name):
+        return name
+    alike = [other for other in presets.MODEL_PRESETS if _is_preset(model, other)]
+    alike.sort(key=lambda other: other not in CHECKED_NAMES)  # stable: the table's order
+    return alike[0] if alike else name
+
+
+def _is_preset(model: Any, name: str) -> bool:
+    """Whether `model` is preset `name` as shipped, up to its weight, experts' and KV precision
+    (the experts' FP4 format with them)."""
+    preset = presets.MODEL_PRESETS.get(name)
+    if preset is None:
         return False
     precision: dict[str, Any] = {"weight_dtype": model.weight_dtype, "kv_dtype": model.kv_dtype}
-    preset = presets.MODEL_PRESETS.get(model.name) or {}
-    if isinstance(preset.get("moe"), dict) and getattr(model, "moe", None) is not None:
-        precision["moe"] = {**preset["moe"], "expert_dtype": model.moe.expert_dtype}
-    return _as_shipped(model, presets.MODEL_PRESETS, ModelSpec, **precision)
+    moe = getattr(model, "moe", None)
+    if isinstance(preset.get("moe"), dict) and moe is not None:
+        formats = {"expert_dtype": moe.expert_dtype, "fp4_format": moe.fp4_format}
+        precision["moe"] = {**preset["moe"], **formats}
+    named = model.model_copy(update={"name": name})
+    return _as_shipped(named, presets.MODEL_PRESETS, ModelSpec, **precision)
 
 
 def configuration_note(pool: Any) -> str | None:
@@ -423,7 +448,7 @@ def _vllm_judged(pool: Any) -> bool:
     configuration (whose own note would contradict it)."""
     model = getattr(pool, "model", None)
     engine = getattr(getattr(pool, "engine", None), "name", None)
-    if getattr(model, "name", None) != JUDGED_ON_VLLM or engine not in VLLM_ENGINES:
+    if preset_name(model) != JUDGED_ON_VLLM or engine not in VLLM_ENGINES:
         return False
     inputs = getattr(getattr(pool, "moe_serving", None), "expert_activations", None)
     if inputs not in (None, "bf16"):
@@ -461,7 +486,7 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
         # on vLLM, gpt-oss-120b has its own judged error (below), which a TensorRT-LLM check's
         # "unchecked" would contradict
         judged_on_vllm = (
-            getattr(model, "name", None) == JUDGED_ON_VLLM
+            preset_name(model) == JUDGED_ON_VLLM
             and getattr(getattr(pool, "engine", None), "name", None) in VLLM_ENGINES[1:]
         )
         nearest = None if judged_on_vllm or vllm_judged else nearest_note(pool)

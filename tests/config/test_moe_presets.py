@@ -275,3 +275,27 @@ def test_no_mtp_module_when_the_count_is_0_or_absent(config: dict, tmp_path: Pat
     ):
         path.write_text(json.dumps(raw))
         assert ModelSpec(**from_hf_config(str(path))).mtp_modules == 0
+
+
+@pytest.mark.parametrize("config", [DENSE, QWEN3_235B], ids=["dense", "moe"])
+@pytest.mark.parametrize(
+    ("dtype", "weights"),
+    [("bfloat16", "bf16"), ("float16", "fp16"), ("float32", None), ("float8_e4m3fn", "fp8")],
+)
+def test_torch_dtype_names_the_weights_precision(
+    config: dict, dtype: str, weights: str | None, tmp_path: Path
+) -> None:
+    # float32 checkpoints are served in 16 bits (vLLM's --dtype auto): no precision stated
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "torch_dtype": dtype}), "utf-8")
+    assert from_hf_config(str(path)).get("weight_dtype") == weights
+
+
+@pytest.mark.parametrize("config", [DENSE, QWEN3_235B], ids=["dense", "moe"])
+@pytest.mark.parametrize("dtype", ["banana", "fp8", "bf16"])
+def test_a_torch_dtype_no_torch_has_is_refused(config: dict, dtype: str, tmp_path: Path) -> None:
+    # simsched's own names are not torch's: a config.json says "bfloat16", never "bf16"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "torch_dtype": dtype}), "utf-8")
+    with pytest.raises(ValueError, match=f"torch_dtype '{dtype}' is not a torch dtype"):
+        from_hf_config(str(path))

@@ -282,3 +282,26 @@ def test_trtllm_named_on_b200_runs_gpt_oss_as_its_checked_configuration() -> Non
     # unnamed, the model's BF16 inputs: a run that differs from the check there
     unnamed = burst_notes(*run)
     assert any("differs from in its weight or expert-input precision" in n for n in unnamed)
+
+
+@pytest.mark.parametrize("name", ["deepseek_r1", "DeepSeek-R1-0528"])
+def test_a_model_read_from_its_config_json_gets_its_presets_notes(name: str, tmp_path) -> None:
+    import json
+
+    from tests.config.test_moe_presets import DEEPSEEK
+
+    # DeepSeek-R1's config.json, in a folder not named after the preset: the same shape as the
+    # preset (which DeepSeek-V3 shares), so the same checks speak for it, as for the preset
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(DEEPSEEK), encoding="utf-8")
+    h200_dep8 = ("cluster.gpu=h200", "cluster.tp=8", "cluster.moe_serving={ep: 8, attention_dp: 8}")
+    imported = burst_notes(*h200_dep8, f"cluster.model={{hf_config: {folder / 'config.json'}}}")
+    preset = burst_notes(*h200_dep8, "cluster.model=deepseek-r1")
+    assert imported == preset
+    assert any(n.startswith("the MoE cases check DeepSeek-R1 FP8 on 8 H200s") for n in imported)
+    # a changed shape is not the preset's, whatever its folder
+    changed = {**DEEPSEEK, "n_routed_experts": 128}
+    (folder / "config.json").write_text(json.dumps(changed), encoding="utf-8")
+    other = burst_notes(*h200_dep8, f"cluster.model={{hf_config: {folder / 'config.json'}}}")
+    assert not any("the MoE cases check" in n for n in other)
