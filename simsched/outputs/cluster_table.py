@@ -22,7 +22,7 @@ from simsched.outputs.moe_notes import moe_notes
 from simsched.outputs.provisioned_table import autoscaled_variants
 from simsched.results.backlog import had_backlog
 from simsched.results.frames import SimulationResult, admitted
-from simsched.results.utilisation import SKEW_LIMIT, skewed
+from simsched.results.utilisation import SKEW_LIMIT, skewed, skewed_pools
 
 LISTED = 4  # replicas shown one by one; more show as lowest..highest
 NO_BACKLOG = "no gateway backlog: the policy made no decisions"
@@ -162,11 +162,15 @@ def table_notes(result: SimulationResult) -> list[str]:
 
 
 def skew_note(who: str, usage: dict[str, Any]) -> str:
-    """Load skewed across replicas (`results.utilisation.skewed`): the busiest sets latency."""
+    """Load skewed across replicas (`results.utilisation.skewed_pools`, within a pool on
+    `cluster.pools`): the busiest sets latency."""
+    where = []
+    for pool, skew in skewed_pools(usage):
+        across = "replicas" if pool is None else f"pool {pool}'s replicas"
+        where.append(f"across {across}: the busiest took {skew:.2f}x the mean of requests")
     return (
-        f"{who}load is skewed across replicas: the busiest took "
-        f"{usage['request_skew']:.2f}x the mean of requests (more than {SKEW_LIMIT:g}x); "
-        "its latency is the busiest replica's"
+        f"{who}load is skewed {'; '.join(where)} (more than {SKEW_LIMIT:g}x); its latency is "
+        "the busiest replica's"
     )
 
 

@@ -403,11 +403,12 @@ def engine_choices_note(pool: Any) -> str | None:
     if engine.name in STAND_IN_EXCHANGE and gathering:
         exchange = f"a stand-in: {STAND_IN_EXCHANGE[engine.name]}"
     how = "in a kernel of its own" if spec.permute == "kernel" else "inside the first GEMM"
-    moves = (
-        f"exchange tokens by {spec.dispatch} ({exchange})"
-        if spec.ep > 1
-        else "exchange no tokens (the experts are split by TP)"
-    )
+    if spec.ep > 1:
+        moves = f"exchange tokens by {spec.dispatch} ({exchange})"
+    elif getattr(pool, "tp", 1) > 1:
+        moves = "exchange no tokens (the experts are split by TP)"
+    else:
+        moves = "exchange no tokens (one GPU holds every expert)"
     note = (
         f"engine {engine.name}: its MoE layers {moves} and put them in expert order {how} "
         f"({whose('permute')})"

@@ -39,6 +39,9 @@ def add_pool_figures(usage: dict[str, Any], layout: list, transfers: Any) -> dic
         pools[name] = {"role": role, "replicas": numbers, "requests": sum(placed)}
         if role != "decode":
             entry_counts += placed
+            # the pool's own router balances these: its skew, as the run's below
+            own = sum(placed) / len(placed) if placed else 0
+            pools[name]["request_skew"] = round(max(placed) / own, DIGITS) if own else None
         first += count
     mean = sum(entry_counts) / len(entry_counts) if entry_counts else 0
     skew = round(max(entry_counts) / mean, DIGITS) if mean else None

@@ -68,6 +68,21 @@ def _ratio(part: float, whole: float) -> float:
 
 
 def skewed(summary: dict[str, Any] | None) -> bool:
-    """Whether the busiest replica took more than SKEW_LIMIT times the mean of requests."""
-    skew = None if summary is None else summary["request_skew"]
-    return skew is not None and skew > SKEW_LIMIT
+    """Whether the busiest replica took more than SKEW_LIMIT times the mean of requests (on
+    `cluster.pools`, within one pool: `skewed_pools`)."""
+    return bool(skewed_pools(summary))
+
+
+def skewed_pools(summary: dict[str, Any] | None) -> list[tuple[str | None, float]]:
+    """(pool, its busiest entry replica's requests over its mean) where that passes SKEW_LIMIT:
+    each pool's router balances its own replicas, while pools of other models, tenants or GPUs
+    rightly take other shares. A run without pools (or a summary written before pools had their
+    own skew): (None, the run's skew)."""
+    if summary is None:
+        return []
+    pools = summary.get("pools") or {}
+    if pools and all("request_skew" in pool for pool in pools.values()):
+        found = [(name, pool["request_skew"]) for name, pool in pools.items()]
+    else:
+        found = [(None, summary["request_skew"])]
+    return [(name, skew) for name, skew in found if skew is not None and skew > SKEW_LIMIT]

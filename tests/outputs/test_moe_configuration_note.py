@@ -177,6 +177,10 @@ def test_other_engines_are_unchecked_and_their_gather_is_stood_in_for() -> None:
         load_scenario(CAPACITY, ["cluster.engine=trtllm", "cluster.moe_serving=null"]).cluster
     )
     assert "exchange no tokens (the experts are split by TP)" in none
+    # and on one GPU nothing is split at all
+    burst = ROOT / "calibration" / "scenarios" / "fixed_burst.yaml"
+    one = load_scenario(burst, ["cluster.model=gpt-oss-20b", "cluster.engine=vllm"]).cluster
+    assert "exchange no tokens (one GPU holds every expert)" in moe_notes.engine_choices_note(one)
 
 
 def test_a_too_slow_configuration_points_to_the_optimistic_side() -> None:

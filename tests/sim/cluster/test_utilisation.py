@@ -104,3 +104,30 @@ def test_a_jump_sums_exactly_as_its_iterations_stepped_one_by_one() -> None:
             stepped.step(at, end, seqs, seqs, level + taken)
             at = end
         assert jumped.usage() == stepped.usage()
+
+
+def test_pools_are_skewed_each_within_itself_not_against_each_other() -> None:
+    from simsched.results.pools import add_pool_figures
+    from simsched.results.utilisation import skewed_pools
+
+    # three pools of other models or GPUs: 100, 10 and 10 requests on one replica each; the run
+    # is 100 / 40 = 2.5x its mean, yet no router had two replicas to balance
+    def usage(counts: list[int]) -> dict:
+        replicas = {str(i): {"requests": n} for i, n in enumerate(counts)}
+        mean = sum(counts) / len(counts)
+        return {"replicas": replicas, "request_skew": round(max(counts) / mean, 4)}
+
+    apart = add_pool_figures(usage([100, 10, 10]), [("a", "mixed", 1), ("b", "mixed", 1),
+                                                    ("c", "mixed", 1)], None)  # fmt: skip
+    assert apart["request_skew"] == 2.5
+    assert [p["request_skew"] for p in apart["pools"].values()] == [1.0, 1.0, 1.0]
+    assert skewed_pools(apart) == [] and not skewed(apart)
+    # pool a's router put 100 and 20 on its two replicas: 100 / 60 = 1.6667x, above 1.5
+    within = add_pool_figures(usage([100, 20, 10]), [("a", "mixed", 2), ("b", "mixed", 1)], None)
+    assert skewed_pools(within) == [("a", 1.6667)]
+    # a decode pool is never where a request is placed: no skew of its own
+    pd = add_pool_figures(usage([50, 50, 0, 100]), [("p", "prefill", 2), ("d", "decode", 2)], None)
+    assert "request_skew" not in pd["pools"]["d"] and skewed_pools(pd) == []
+    # a summary written before pools had their own skew: the run's, as then
+    older = {"request_skew": 1.8, "pools": {"a": {"role": "mixed", "replicas": ["0"]}}}
+    assert skewed_pools(older) == [(None, 1.8)]
