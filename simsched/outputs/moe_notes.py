@@ -443,6 +443,18 @@ def served(cluster: Any) -> list[tuple[Any, Any]]:
     return [(getattr(p, "model", None), getattr(p, "speculative", None)) for p in pools_of(cluster)]
 
 
+def _serial_clause(pool: Any) -> str:
+    """What the vLLM judgement does not cover: a run whose CPU time is not overlapped (the vllm
+    profile's serial default) has longer iterations than the judged runs had."""
+    mode = getattr(pool, "cpu_time", None)
+    if mode == "overlap":
+        return ""
+    return (
+        f"; this run's CPU time is {mode or 'serial'}, not overlapped as theirs, so its figures "
+        "are slower still than the judged ones (write cluster.cpu_time=overlap to run as they did)"
+    )
+
+
 def _vllm_judged(pool: Any) -> bool:
     """Whether the vLLM 0.13 gpt-oss-120b judgement speaks for the pool: that model on vLLM or
     no named engine, with vLLM's BF16 expert inputs, and not exactly a checked TensorRT-LLM
@@ -497,7 +509,7 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
         if attention_dp_of(pool) > 1:
             notes.append(pool_name + ATTENTION_DP_NOTE.format(ranks=attention_dp_of(pool)))
     if vllm_judged:
-        notes.append(VLLM_GPT_OSS_NOTE)
+        notes.append(VLLM_GPT_OSS_NOTE + _serial_clause(pool))
     if getattr(model, "sliding_window", None) is not None:
         notes.append(
             "sliding-window layers: their bounded cache (window tokens a sequence) is not "
