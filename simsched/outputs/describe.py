@@ -26,7 +26,9 @@ def describe_scenario(scenario: Scenario) -> str:
     tenants = len(scenario.tenants)
     lines = [
         f"{scenario.name}: valid",
-        f"  {len(table):,} requests{made} from {tenants} tenants over {span_s:,.3f} s",
+        f"  {len(table):,} request{'s' * (len(table) != 1)}{made} from {tenants} "
+        f"tenant{'s' * (tenants != 1)} over "
+        f"{span_s:,.3f} s",
     ]
     for tenant, count in zip(scenario.tenants, counts, strict=True):
         source = _source(tenant, scenario)

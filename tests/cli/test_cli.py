@@ -202,6 +202,12 @@ def test_validate_describes_the_scenario() -> None:
     assert len(lines) <= 10  # a few lines, not a report
 
 
+def test_validate_counts_one_tenant_and_one_request_in_the_singular() -> None:
+    burst = str(REPO / "calibration" / "scenarios" / "fixed_burst.yaml")
+    out = invoke("validate", burst, "--set", "tenants[0].arrivals.count=1")
+    assert out.splitlines()[1].startswith("  1 request from 1 tenant over ")
+
+
 def test_validate_applies_set() -> None:
     out = invoke("validate", SCENARIO, "--set", "cluster.total_kv_blocks=2400")
     assert "2400 KV blocks" in out
