@@ -7,6 +7,7 @@ pydantic's locations carry the tags of the unions it chose a member of (`kind=po
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
 
 from simsched.config.batching import ContinuousBatchingConfig
@@ -89,7 +90,20 @@ def _message(error: Any, model: type | None = None, fmt: str = "scenario") -> st
     if kind in NUMBER_ERRORS:
         return _not_a_number(NUMBER_ERRORS[kind], error.get("input"))
     message = str(error["msg"])
+    if kind == "literal_error":
+        return message + _closest_choice(error)
     return message.removeprefix("Value error, ")
+
+
+def _closest_choice(error: Any) -> str:
+    """`; did you mean 'trtllm'?` when a written name is close to one the field takes (a typo
+    such as `trt-llm` or `vlm`), else nothing."""
+    written = error.get("input")
+    choices = re.findall(r"'([^']*)'", str(error.get("ctx", {}).get("expected", "")))
+    if not isinstance(written, str) or not choices:
+        return ""
+    close = difflib.get_close_matches(written, choices, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _unknown_key(error: Any, model: type | None = None, fmt: str = "scenario") -> str:

@@ -186,6 +186,11 @@ CASES = {
     "unknown priority": Case(
         "x.yaml: tenants[0].priority: ", ("'interactive'",), put("tenants.0.priority", "urgent")
     ),
+    "misspelt priority": Case(
+        "x.yaml: tenants[0].priority: ",
+        ("'interactive'", "; did you mean 'interactive'?"),
+        put("tenants.0.priority", "interactve"),
+    ),
     "unknown evaluate_at": Case(
         "x.yaml: admission.evaluate_at: ", ("'arrival'",), put("admission.evaluate_at", "never")
     ),

@@ -341,3 +341,16 @@ def test_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0
     assert result.output.strip() == f"simsched {__version__}"
+
+
+def test_a_misspelt_engine_is_answered_with_the_closest_name(simsched_cli) -> None:
+    burst = REPO / "calibration" / "scenarios" / "fixed_burst.yaml"
+    for typo, meant in (("trt-llm", "trtllm"), ("vlm", "vllm"), ("sglng", "sglang")):
+        run = simsched_cli("validate", burst, "--set", f"cluster.engine={typo}")
+        assert run.code == 2 and run.err.count("\n") == 1
+        assert run.err.rstrip().endswith(
+            "cluster.engine.name: Input should be 'vllm', 'vllm-0.6', 'sglang' or 'trtllm'; "
+            f"did you mean {meant!r}?"
+        )
+    far = simsched_cli("validate", burst, "--set", "cluster.engine=tensorflow")
+    assert "did you mean" not in far.err  # nothing close: the list alone
