@@ -90,6 +90,7 @@ def _overall_rows(result: SimulationResult) -> list[tuple[str, list[str]]]:
         *_hit_rows(result),
         *_turn_rows(result),
         (f"  interactive p99 TTFT <= {limit:g} ms", [_verdict(v["met"]) for v in slo]),
+        *_targets_row(result.scenario.slo, slo),
         (
             "  Jain index, admitted work / weight",
             [_index(f["jain_index_admitted"]) for f in fairness],
@@ -223,6 +224,24 @@ def _held(capacity: dict[str, Any]) -> str:
 
 def _index(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"  # "-": nothing admitted, no figure
+
+
+def _targets_row(targets: Any, slo: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """With a TPOT target, the row above (the reference study's question, TTFT alone) does not
+    say whether the run met its targets: each tenant's verdict against its class's TTFT and
+    TPOT targets does (`tenants[].slo_met`), naming the tenants that missed."""
+    if targets.interactive_tpot_ms is None and targets.batch_tpot_ms is None:
+        return []
+    cells = []
+    for verdict in slo:
+        missed = [tenant for tenant, met in verdict["tenants"].items() if not met]
+        if not missed:
+            cells.append("met")
+        else:
+            cells.append(
+                f"MISSED: {missed[0]}" if len(missed) == 1 else f"MISSED: {len(missed)} tenants"
+            )
+    return [("  every tenant within its TTFT and TPOT targets", cells)]
 
 
 def _verdict(met: bool | None) -> str:

@@ -63,3 +63,23 @@ def test_latency_rows_say_they_cover_admitted_requests_when_some_were_shed(make_
     ]
     served = simulate(make_scenario(ROWS, TENANTS))
     assert not [n for n in table_notes(served) if "admitted requests only" in n]
+
+
+def test_a_tpot_target_adds_the_row_that_judges_every_target(make_scenario) -> None:
+    # batching times tokens: 20 output tokens take well over 0.001 ms each, and under 10 s
+    batching = {"service_model": "continuous_batching"}
+    rows = [("r1", "a", 0.0, 100, 20), ("r2", "b", 5.0, 100, 20), ("r3", "a", 10.0, 100, 20)]
+    tenants = [{"id": "a", "priority": "interactive"}, {"id": "b", "priority": "interactive"}]
+    label = "every tenant within its TTFT and TPOT targets"
+
+    def row(**slo: float) -> list[list[str]]:
+        result = simulate(make_scenario(rows, tenants, cluster=batching, slo=slo))
+        return cells(comparison_table(result), label)
+
+    assert row() == []  # no TPOT target: the TTFT verdict row says it all
+    assert row(interactive_tpot_ms=10_000) == [["met"]]
+    assert row(interactive_tpot_ms=0.001) == [["MISSED:", "2", "tenants"]]
+    assert row(interactive_tpot_ms=0.001, interactive_ttft_ms=1e9) == [["MISSED:", "2", "tenants"]]
+    # only the batch tenant b has a TPOT target it misses: it is named
+    tenants[1]["priority"] = "batch"
+    assert row(batch_tpot_ms=0.001) == [["MISSED:", "b"]]
