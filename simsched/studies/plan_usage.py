@@ -17,7 +17,7 @@ from simsched.config.loading import resolve_variants
 from simsched.outputs.api_server_notes import api_server_notes
 from simsched.outputs.provisioned_table import autoscaled_variants
 from simsched.results.simulate import SimulationResult, simulate
-from simsched.results.utilisation import SKEW_LIMIT, skewed
+from simsched.results.utilisation import SKEW_LIMIT, skewed, skewed_pools
 from simsched.studies.fleet import FleetPlan
 from simsched.studies.plan_numbers import share_text
 
@@ -70,8 +70,10 @@ def answer_utilisation(
             "of the run, each over the whole run; the cost is over the time each was paid for"
         )
     elif skewed(usage):
+        pools = [pool for pool, _ in skewed_pools(usage) if pool is not None]
+        where = f"pool {', '.join(pools)}'s replicas" if pools else "replicas"
         notes.append(
-            f"load is skewed across replicas at the answer (max/mean above {SKEW_LIMIT:g}): "
+            f"load is skewed across {where} at the answer (max/mean above {SKEW_LIMIT:g}): "
             "the router concentrates requests; the busiest replica sets the latency"
         )
     notes += [f"at the answer (seed {scenario.seed}), {note}" for note in ran.api_server]
