@@ -80,9 +80,12 @@ def skewed_pools(summary: dict[str, Any] | None) -> list[tuple[str | None, float
     own skew): (None, the run's skew)."""
     if summary is None:
         return []
-    pools = summary.get("pools") or {}
-    if pools and all("request_skew" in pool for pool in pools.values()):
-        found = [(name, pool["request_skew"]) for name, pool in pools.items()]
+    # a decode pool is never where a request is placed: it has no skew of its own
+    entry = {
+        k: pool for k, pool in (summary.get("pools") or {}).items() if pool["role"] != "decode"
+    }
+    if entry and all("request_skew" in pool for pool in entry.values()):
+        found = [(name, pool["request_skew"]) for name, pool in entry.items()]
     else:
         found = [(None, summary["request_skew"])]
     return [(name, skew) for name, skew in found if skew is not None and skew > SKEW_LIMIT]

@@ -70,12 +70,7 @@ def answer_utilisation(
             "of the run, each over the whole run; the cost is over the time each was paid for"
         )
     elif skewed(usage):
-        pools = [pool for pool, _ in skewed_pools(usage) if pool is not None]
-        where = f"pool {', '.join(pools)}'s replicas" if pools else "replicas"
-        notes.append(
-            f"load is skewed across {where} at the answer (max/mean above {SKEW_LIMIT:g}): "
-            "the router concentrates requests; the busiest replica sets the latency"
-        )
+        notes.append(skew_at_answer(usage))
     notes += [f"at the answer (seed {scenario.seed}), {note}" for note in ran.api_server]
     return usage, notes
 
@@ -87,3 +82,19 @@ def answer_probe_usage(fleet: FleetPlan) -> RunUsage | None:
         if probe.combo == best.combo and probe.value == best.answer and probe.usage is not None:
             return probe.usage
     return None
+
+
+def skew_at_answer(usage: dict[str, Any]) -> str:
+    """The skew note of a plan's answer, each skewed pool (or the run) with its own ratio."""
+    where = "; ".join(
+        f"across {_replicas_of(pool)} (max/mean {skew:.2f})" for pool, skew in skewed_pools(usage)
+    )
+    return (
+        f"load is skewed at the answer {where}, above {SKEW_LIMIT:g}: the router concentrates "
+        "requests; the busiest replica sets the latency"
+    )
+
+
+def _replicas_of(pool: str | None) -> str:
+    """`replicas`, or `pool chat's replicas` on `cluster.pools` (skew is judged per pool)."""
+    return "replicas" if pool is None else f"pool {pool}'s replicas"

@@ -16,8 +16,15 @@ ROOT = Path(__file__).resolve().parents[2]
 CAPACITY = ROOT / "scenarios" / "moe_capacity.yaml"
 
 
-# MX-D3 as the calibration states it: an FP8 KV cache and TensorRT-LLM's gather
-AS_CHECKED = ("cluster.model={preset: deepseek-r1, kv_dtype: fp8}", "cluster.engine=trtllm")
+# MX-D3 as the calibration states it: an FP8 KV cache and TensorRT-LLM's gather, offline
+OFFLINE_TRTLLM = "cluster.engine={name: trtllm, offline: true}"
+AS_CHECKED = ("cluster.model={preset: deepseek-r1, kv_dtype: fp8}", OFFLINE_TRTLLM)
+# the CPU costs and front-end delays every MoE case writes as 0 (TensorRT-LLM offline)
+ZEROED = (
+    "cluster.latency_model={kind: roofline, "
+    + ", ".join(f"{name}: 0" for name in moe_notes.CASES_ZEROED)
+    + "}",
+)
 
 
 def notes(*sets: str) -> list[str]:
@@ -43,8 +50,13 @@ def test_the_checked_layout_states_its_own_error() -> None:
     assert f"against the {moe_notes.MOE_MEDIAN_ERROR} of all MoE runs" in note
     # written out instead of the engine's choice, the same
     written = ("cluster.model={preset: deepseek-r1, kv_dtype: fp8}",
-               "cluster.moe_serving.dispatch=allgather")  # fmt: skip
+               "cluster.moe_serving.dispatch=allgather", *ZEROED)  # fmt: skip
     assert checked_notes(*written) == [note]
+    # served (an API server in front) or with vLLM's serial CPU time: not the offline runs
+    served = nearest_notes("cluster.model={preset: deepseek-r1, kv_dtype: fp8}",
+                           "cluster.engine=trtllm")  # fmt: skip
+    assert "differs from in its CPU time and front end:" in served[0]
+    assert checked_notes(written[0], written[1]) == []
 
 
 def nearest_notes(*sets: str) -> list[str]:
@@ -56,13 +68,16 @@ def test_a_run_of_a_checked_layout_that_differs_says_how() -> None:
     # (no engine named) the all-to-all; MX-D3's figure is named as the check's, not the run's
     (note,) = nearest_notes()
     assert note.startswith("the MoE cases check DeepSeek-R1 FP8 on 8 H200s, DEP8 (5 TensorRT")
-    assert "differs from in its KV cache precision and exchange: its own error is unchecked" in note
+    assert (
+        "differs from in its KV cache precision, exchange and CPU time and front end: its own "
+        "error is unchecked" in note
+    )
     assert checked_notes() == []
     assert nearest_notes(*AS_CHECKED) == []  # the checked run itself: the other note speaks
     engine = nearest_notes(
         "cluster.model={preset: deepseek-r1, kv_dtype: fp8}", "cluster.engine=vllm"
     )
-    assert "in its exchange, permute and engine:" in engine[0]  # vLLM: all-to-all, fused
+    assert "in its exchange, permute, engine and CPU time and front end:" in engine[0]
     mtp = nearest_notes(
         *AS_CHECKED, "cluster.speculative={method: mtp, tokens: 1, acceptance: 0.8}"
     )
@@ -93,6 +108,7 @@ def test_a_spread_of_runs_says_its_range_and_which_way() -> None:
         "cluster.gpu=h200",
         "cluster.tp=8",
         "cluster.moe_serving={ep: 8, attention_dp: 8, dispatch: allgather}",
+        *ZEROED,
     ]
     pool = load_scenario(burst, qwen).cluster
     checked = moe_notes.CHECKED_CONFIGURATIONS[moe_notes.configuration_of(pool)]
@@ -102,7 +118,7 @@ def test_a_spread_of_runs_says_its_range_and_which_way() -> None:
     assert note.startswith(f"this configuration ({checked.label}) is checked on 10 TensorRT")
     # FP16 written out is the unset 16-bit precision of the A100 Mixtral cases
     mixtral = ["cluster.model={preset: mixtral-8x7b, weight_dtype: fp16}", "cluster.gpu=a100-80gb",
-               "cluster.tp=4"]  # fmt: skip
+               "cluster.tp=4", *ZEROED]  # fmt: skip
     a100 = moe_notes.configuration_note(load_scenario(burst, mixtral).cluster)
     assert a100 is not None and "(Mixtral 8x7B FP16 on 4 A100s, TP4)" in a100
     assert "too slow" in a100  # every A100 row is too slow
@@ -186,7 +202,7 @@ def test_other_engines_are_unchecked_and_their_gather_is_stood_in_for() -> None:
 def test_a_too_slow_configuration_points_to_the_optimistic_side() -> None:
     burst = ROOT / "calibration" / "scenarios" / "fixed_burst.yaml"
     sets = ["cluster.model={preset: mixtral-8x7b, weight_dtype: fp8, kv_dtype: fp8}",
-            "cluster.gpu=h200", "cluster.tp=4"]  # fmt: skip
+            "cluster.gpu=h200", "cluster.tp=4", *ZEROED]  # fmt: skip
     note = moe_notes.configuration_note(load_scenario(burst, sets).cluster)
     assert "(Mixtral 8x7B FP8 on 4 H200s, TP4)" in note  # its upper bound is -0.000: too slow
     assert "too slow)" in note and "read its optimistic side" in note
@@ -234,7 +250,7 @@ def test_attention_dp_says_its_ranks_are_pooled_with_their_count() -> None:
 
 GPT_OSS_H100_DEP4 = (
     "cluster.gpu=h100-80gb", "cluster.tp=4", "cluster.model=gpt-oss-120b",
-    "cluster.moe_serving={ep: 4, attention_dp: 4, dispatch: allgather, permute: fused}",
+    "cluster.moe_serving={ep: 4, attention_dp: 4, dispatch: allgather, permute: fused}", *ZEROED,
 )  # fmt: skip
 
 
@@ -250,7 +266,7 @@ def test_gpt_oss_gets_one_verdict_per_engine_not_two_that_disagree() -> None:
     assert any(n.startswith("this configuration (gpt-oss-120b, 4 H100s, DEP4") for n in found)
     assert not any(n.startswith("gpt-oss-120b: against vLLM 0.13") for n in found)
     # on vLLM: the vLLM judgement, without a TensorRT-LLM check's "unchecked" beside it
-    on_vllm = burst_notes(*GPT_OSS_H100_DEP4, "cluster.engine=vllm")
+    on_vllm = burst_notes(*GPT_OSS_H100_DEP4[:4], "cluster.engine=vllm")
     assert any(n.startswith("gpt-oss-120b: against vLLM 0.13") for n in on_vllm)
     assert not any(n.startswith("the MoE cases check") for n in on_vllm)
 
@@ -278,13 +294,13 @@ def test_trtllm_named_on_b200_runs_gpt_oss_as_its_checked_configuration() -> Non
     # MX-T8 states TensorRT-LLM's FP8 inputs to gpt-oss's MXFP4 experts; naming the engine
     # gives them (its default on Blackwell), so the run gets that configuration's own check
     run = ("cluster.gpu=b200", "cluster.model={preset: gpt-oss-20b, kv_dtype: fp8}")
-    named = burst_notes(*run, "cluster.engine=trtllm")
+    named = burst_notes(*run, OFFLINE_TRTLLM)
     assert any(n.startswith("this configuration (gpt-oss-20b, one B200, FP8 KV") for n in named)
     assert any(
         "their experts take fp8 inputs (trtllm's default for MXFP4 experts)" in n for n in named
     )
     # unnamed, the model's BF16 inputs: a run that differs from the check there
-    unnamed = burst_notes(*run)
+    unnamed = burst_notes(*run, *ZEROED)
     assert any("differs from in its weight or expert-input precision" in n for n in unnamed)
 
 

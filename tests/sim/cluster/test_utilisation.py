@@ -8,6 +8,7 @@ import random
 import pytest
 
 from simsched.config.loading import validate
+from simsched.results.pools import add_pool_figures
 from simsched.results.simulate import simulate
 from simsched.results.utilisation import skewed
 from simsched.sim.cluster.utilisation import UtilisationMeter
@@ -107,7 +108,6 @@ def test_a_jump_sums_exactly_as_its_iterations_stepped_one_by_one() -> None:
 
 
 def test_pools_are_skewed_each_within_itself_not_against_each_other() -> None:
-    from simsched.results.pools import add_pool_figures
     from simsched.results.utilisation import skewed_pools
 
     # three pools of other models or GPUs: 100, 10 and 10 requests on one replica each; the run
@@ -125,9 +125,33 @@ def test_pools_are_skewed_each_within_itself_not_against_each_other() -> None:
     # pool a's router put 100 and 20 on its two replicas: 100 / 60 = 1.6667x, above 1.5
     within = add_pool_figures(usage([100, 20, 10]), [("a", "mixed", 2), ("b", "mixed", 1)], None)
     assert skewed_pools(within) == [("a", 1.6667)]
-    # a decode pool is never where a request is placed: no skew of its own
+    # a decode pool is never where a request is placed: no skew of its own, and beside it the
+    # entry pools are still judged each alone (100 against 10 and 10: 2.5x the run's mean)
     pd = add_pool_figures(usage([50, 50, 0, 100]), [("p", "prefill", 2), ("d", "decode", 2)], None)
     assert "request_skew" not in pd["pools"]["d"] and skewed_pools(pd) == []
+    layout = [("r1", "mixed", 1), ("p", "prefill", 1), ("m", "mixed", 1), ("d", "decode", 1)]
+    apart_pd = add_pool_figures(usage([100, 10, 10, 0]), layout, None)
+    assert apart_pd["request_skew"] == 2.5 and skewed_pools(apart_pd) == []
     # a summary written before pools had their own skew: the run's, as then
     older = {"request_skew": 1.8, "pools": {"a": {"role": "mixed", "replicas": ["0"]}}}
     assert skewed_pools(older) == [(None, 1.8)]
+
+
+def test_a_plans_skew_note_names_the_skewed_pool_and_its_own_ratio() -> None:
+    from simsched.studies.plan_usage import skew_at_answer
+
+    # pool a: 35 and 10 requests (35 / 22.5 = 1.56x); pool b even; the run 35 / 26.7 = 1.31x,
+    # which the note must not print beside "skewed"
+    replicas = {str(i): {"requests": n} for i, n in enumerate([35, 10, 40, 40, 40, 40])}
+    summary = add_pool_figures(
+        {"replicas": replicas, "request_skew": 1.3125}, [("a", "mixed", 2), ("b", "mixed", 4)], None
+    )
+    assert skewed(summary)
+    assert skew_at_answer(summary) == (
+        "load is skewed at the answer across pool a's replicas (max/mean 1.56), above 1.5: the "
+        "router concentrates requests; the busiest replica sets the latency"
+    )
+    assert skew_at_answer({"request_skew": 1.8}) == (
+        "load is skewed at the answer across replicas (max/mean 1.80), above 1.5: the router "
+        "concentrates requests; the busiest replica sets the latency"
+    )
