@@ -9,6 +9,7 @@ else the preset's list price, `simsched.config.prices`), per hour of service.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,8 +94,9 @@ class FleetPlan:
     def sort_key(self, plan: PlanResult) -> float:
         if self.minimize == "cost":
             return plan.cost_per_hour
-        if self.minimize == "gpus":
-            return plan.gpus
+        if self.minimize == "gpus":  # equal GPUs: the cheaper first (no price: last)
+            cost = plan.cost_per_hour
+            return (plan.gpus, math.inf if cost is None else cost)
         return -plan.answer if self.maximize else plan.answer
 
     def to_json_dict(self) -> dict[str, Any]:

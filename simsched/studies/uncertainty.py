@@ -64,24 +64,38 @@ def gap(best: PlanResult, other: PlanResult) -> float | None:
 
 def worse_by(fleet: FleetPlan, other: PlanResult) -> float | None:
     """How much worse `other` is than the answer by what the plan minimizes, as a share of the
-    answer's: its cost, its GPUs, or its value of the knob (for a largest-load plan, how much
-    less it sustains). None where either has no such figure."""
+    answer's: its extra cost, its extra GPUs, or how much more of the knob it takes (for a
+    largest-load plan, how much less it sustains). None where either has no such figure."""
     best = fleet.best
     if fleet.minimize == "cost":
         return gap(best, other)
     if fleet.minimize == "gpus":
         mine, theirs = best.gpus, other.gpus
     else:
-        pair = (best.answer, other.answer)
-        mine, theirs = pair[::-1] if fleet.maximize else pair
-    if not isinstance(mine, int | float) or not isinstance(theirs, int | float) or mine <= 0:
+        mine, theirs = best.answer, other.answer
+    if not isinstance(mine, int | float) or not isinstance(theirs, int | float):
         return None
-    return theirs / mine - 1
+    if mine <= 0:
+        return 0.0 if theirs == mine else None  # no share of nothing, but a tie is a tie
+    more = theirs / mine - 1
+    return -more if fleet.minimize == "value" and fleet.maximize else more
 
 
 def _choosing(fleet: FleetPlan) -> bool:
-    """A plan that chose between combinations (`--over`): a single search has no runner-up."""
-    return fleet.best is not None and (fleet.minimize == "cost" or len(fleet.plans) > 1)
+    """A plan that chose between combinations (`--over`): a single search has no runner-up
+    (its notes say `--minimize` had nothing to choose between)."""
+    return fleet.best is not None and len(fleet.plans) > 1
+
+
+def _near(fleet: FleetPlan, margin: float) -> list[tuple[PlanResult, float]]:
+    """The other answers within `margin` of the answer, each with how much worse it is."""
+    found = []
+    for plan in fleet.plans:
+        if plan.answer is not None and plan is not fleet.best:
+            share = worse_by(fleet, plan)
+            if share is not None and share <= margin:
+                found.append((plan, share))
+    return found
 
 
 def runner_up_document(fleet: FleetPlan, margin: float) -> dict[str, Any] | None:
@@ -91,12 +105,10 @@ def runner_up_document(fleet: FleetPlan, margin: float) -> dict[str, Any] | None
     if not _choosing(fleet):
         return None
     other = runner_up(fleet)
-    others = [p for p in fleet.plans if p.answer is not None and p is not fleet.best]
-    ties = [p for p in others if (share := worse_by(fleet, p)) is not None and share <= margin]
     return {
         "runner_up": None if other is None else _option_document(fleet, other),
         "tie_margin": margin,
-        "near_ties": [_option_document(fleet, p) for p in ties],
+        "near_ties": [_option_document(fleet, plan) for plan, _ in _near(fleet, margin)],
     }
 
 
@@ -119,29 +131,46 @@ def runner_up_notes(fleet: FleetPlan, margin: float) -> list[str]:
     if other is None:
         return ["runner-up: none (no other combination meets every SLO in the range)"]
     notes = [f"runner-up: {option(fleet, other)}, {_worse_text(fleet, other)}"]
-    for plan in fleet.plans:
-        within = plan.answer is not None and plan is not fleet.best
-        share = worse_by(fleet, plan) if within else None
-        if share is None or share > margin:
-            continue
+    best = option(fleet, fleet.best)
+    for plan, share in _near(fleet, margin):
         if share == 0:
             notes.append(
-                f"tie: {option(fleet, plan)} does as well as the answer {option(fleet, fleet.best)}"
-                f" by {_MEASURES[fleet.minimize]} ({_measure_text(fleet, plan)}); the answer is "
-                "the first in --over's order, not a better one: weigh both"
+                f"tie: {option(fleet, plan)} does as well as the answer {best} by "
+                f"{_MEASURES[fleet.minimize]} ({_measure_text(fleet, plan)}); "
+                f"{_why_the_answer(fleet, plan)}: weigh both"
             )
-            continue
-        notes.append(
-            f"near-tie: {option(fleet, plan)} {_VERBS[fleet.minimize]} "
-            f"{share_text(share, signed=True)} against the answer {option(fleet, fleet.best)}, "
-            f"within the {share_text(margin)} margin ({_source(margin)}); "
-            "the model cannot tell them apart: weigh both"
-        )
+        else:
+            notes.append(
+                f"near-tie: {option(fleet, plan)} {_gap_text(fleet, share)} against the answer "
+                f"{best}, within the {share_text(margin)} margin ({_source(margin)}); "
+                "the model cannot tell them apart: weigh both"
+            )
     return notes
 
 
 _MEASURES = {"cost": "cost", "gpus": "GPUs", "value": "the knob's value"}
-_VERBS = {"cost": "costs", "gpus": "needs GPUs", "value": "is"}
+
+
+def _gap_text(fleet: FleetPlan, share: float) -> str:
+    """`costs +3.7%`, `needs +12.5% GPUs`, `needs +20.0% cluster.replicas`, `sustains -3.3%
+    load_scale`: how much worse, signed the way the measure moves."""
+    if fleet.minimize == "cost":
+        return f"costs {share_text(share, signed=True)}"
+    if fleet.minimize == "gpus":
+        return f"needs {share_text(share, signed=True)} GPUs"
+    if fleet.maximize:
+        return f"sustains {share_text(-share, signed=True)} {fleet.knob}"
+    return f"needs {share_text(share, signed=True)} {fleet.knob}"
+
+
+def _why_the_answer(fleet: FleetPlan, other: PlanResult) -> str:
+    """Why the answer, not its equal, was named: the lower cost under `--minimize gpus`, else
+    only --over's order."""
+    best = fleet.best
+    costs = (best.cost_per_hour, other.cost_per_hour)
+    if fleet.minimize == "gpus" and None not in costs and costs[0] < costs[1]:
+        return f"the answer costs less (${costs[0]:.2f} against ${costs[1]:.2f}/hour)"
+    return "the answer is the first in --over's order, not a better one"
 
 
 def _measure_text(fleet: FleetPlan, plan: PlanResult) -> str:
@@ -153,7 +182,8 @@ def _measure_text(fleet: FleetPlan, plan: PlanResult) -> str:
 
 
 def _worse_text(fleet: FleetPlan, other: PlanResult) -> str:
-    """`+$0.50/hour (+3.7%)`, `+8 GPUs (+50.0%)`, `(+25.0%)`: the runner-up against the answer."""
+    """`+$0.50/hour (+3.7%)`, `+8 GPUs (+50.0%)`, `needs +20.0% cluster.replicas`: the
+    runner-up against the answer."""
     share = worse_by(fleet, other)
     percent = "" if share is None else f" ({share_text(share, signed=True)})"
     best = fleet.best
@@ -161,7 +191,7 @@ def _worse_text(fleet: FleetPlan, other: PlanResult) -> str:
         return f"+${other.cost_per_hour - best.cost_per_hour:.2f}/hour{percent}"
     if fleet.minimize == "gpus" and other.gpus is not None and best.gpus is not None:
         return f"{other.gpus - best.gpus:+d} GPUs{percent}"
-    return f"{fleet.knob}={other.answer}{percent}"
+    return "not comparable by value" if share is None else _gap_text(fleet, share)
 
 
 def _source(margin: float) -> str:

@@ -88,11 +88,12 @@ def test_the_json_carries_the_runner_up_and_near_ties_the_notes_state() -> None:
 
 
 def gpu_fleet(gpus: dict[str, int | None]) -> FleetPlan:
-    """Combinations that meet every SLO with these GPU counts (None: none in the range), no
-    price known (B200 has no list price), chosen by --minimize gpus."""
+    """Combinations that meet every SLO with these GPU counts (one-GPU replicas, so the answer
+    is the count; None: none in the range), no price known (B200 has none), chosen by
+    --minimize gpus."""
     plans = [
         PlanResult("cluster.replicas", "base", False, [1, 2], [],
-                   combo=(("cluster.engine", engine),), answer=None if n is None else n // 8,
+                   combo=(("cluster.engine", engine),), answer=n,
                    gpus=n, cost_per_hour=None)
         for engine, n in gpus.items()
     ]  # fmt: skip
@@ -106,10 +107,10 @@ def test_an_equal_gpu_count_is_a_tie_the_answer_does_not_hide() -> None:
     # says nothing about which is better; sglang's 24 is 50% more, outside 17.4%
     fleet = gpu_fleet({"vllm": 16, "sglang": 24, "trtllm": 16})
     notes = runner_up_notes(fleet, 0.174)
-    assert notes[0] == ("runner-up: cluster.engine=trtllm with cluster.replicas=2, +0 GPUs (+0.0%)")
+    assert notes[0] == ("runner-up: cluster.engine=trtllm with cluster.replicas=16, +0 GPUs (+0.0%)")
     assert notes[1:] == [
-        "tie: cluster.engine=trtllm with cluster.replicas=2 does as well as the answer "
-        "cluster.engine=vllm with cluster.replicas=2 by GPUs (16 GPUs); the answer is the first "
+        "tie: cluster.engine=trtllm with cluster.replicas=16 does as well as the answer "
+        "cluster.engine=vllm with cluster.replicas=16 by GPUs (16 GPUs); the answer is the first "
         "in --over's order, not a better one: weigh both"
     ]
     document = runner_up_document(fleet, 0.174)
@@ -121,10 +122,10 @@ def test_a_gpu_count_within_the_margin_is_a_near_tie() -> None:
     # 18 / 16 - 1 = 12.5%, within the MoE margin of 17.4%; 24 / 16 - 1 = 50%, not
     fleet = gpu_fleet({"vllm": 24, "sglang": 18, "trtllm": 16, "none": None})
     notes = runner_up_notes(fleet, 0.174)
-    assert notes[0] == "runner-up: cluster.engine=sglang with cluster.replicas=2, +2 GPUs (+12.5%)"
+    assert notes[0] == "runner-up: cluster.engine=sglang with cluster.replicas=18, +2 GPUs (+12.5%)"
     assert notes[1].startswith(
-        "near-tie: cluster.engine=sglang with cluster.replicas=2 needs GPUs +12.5% against the "
-        "answer cluster.engine=trtllm with cluster.replicas=2, within the 17.4% margin"
+        "near-tie: cluster.engine=sglang with cluster.replicas=18 needs +12.5% GPUs against the "
+        "answer cluster.engine=trtllm with cluster.replicas=16, within the 17.4% margin"
     )
     assert len(notes) == 2
 
@@ -260,3 +261,57 @@ def test_a_near_tie_on_a_linear_model_names_no_refused_rerun(tmp_path) -> None:
     ties = [n for n in fleet.notes if n.startswith("a near-tie:")]
     assert len(ties) == 1 and "--model-error" not in ties[0]
     assert "within the 90.0% tie margin (--tie-margin)" in ties[0]
+
+
+def value_fleet(answers: dict[str, float | None], maximize: bool) -> FleetPlan:
+    """Combinations answering these knob values, chosen by the knob (--minimize value)."""
+    plans = [
+        PlanResult("load_scale", "base", maximize, [1, 2], [], combo=(("cluster.replicas", n),),
+                   answer=value, gpus=None, cost_per_hour=None)
+        for n, value in answers.items()
+    ]  # fmt: skip
+    fleet = FleetPlan("load_scale", "base", maximize, [], "interval", 1, "value", plans)
+    fleet.choose()
+    return fleet
+
+
+def test_a_largest_load_plan_states_how_much_less_the_runner_up_sustains() -> None:
+    # 4 replicas sustain 2.0, 3 replicas 1.5: 25% less of the answer's, not 33% more of its own
+    fleet = value_fleet({"3": 1.5, "4": 2.0}, maximize=True)
+    assert fleet.best.combo == (("cluster.replicas", "4"),)
+    (runner,) = runner_up_notes(fleet, 0.30)[:1]
+    assert runner == "runner-up: cluster.replicas=3 with load_scale=1.5, sustains -25.0% load_scale"
+    assert runner_up_document(fleet, 0.30)["runner_up"]["gap"] == pytest.approx(0.25)
+    # within a 30% margin it is a near-tie, signed as the load it loses
+    assert runner_up_notes(fleet, 0.30)[1].startswith(
+        "near-tie: cluster.replicas=3 with load_scale=1.5 sustains -25.0% load_scale against"
+    )
+    assert len(runner_up_notes(fleet, 0.20)) == 1  # 25% is outside 20%
+
+
+def test_a_tie_at_zero_is_still_a_tie() -> None:
+    fleet = value_fleet({"a": 0, "b": 0}, maximize=False)
+    assert runner_up_notes(fleet, 0.058)[1].startswith("tie: cluster.replicas=b with load_scale=0")
+
+
+def test_equal_gpus_go_to_the_cheaper_and_the_tie_says_why() -> None:
+    plans = [
+        PlanResult("cluster.replicas", "base", False, [1, 2], [], combo=(("cluster.gpu", gpu),),
+                   answer=2, gpus=16, cost_per_hour=cost)
+        for gpu, cost in (("h200", 100.88), ("h100-80gb", 98.46))
+    ]  # fmt: skip
+    fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "gpus", plans)
+    fleet.choose()
+    assert fleet.best.combo == (("cluster.gpu", "h100-80gb"),)  # not the first in --over
+    tie = runner_up_notes(fleet, 0.174)[1]
+    assert tie.endswith(
+        "by GPUs (16 GPUs); the answer costs less ($98.46 against $100.88/hour): weigh both"
+    )
+
+
+def test_a_single_search_names_no_runner_up_whatever_it_minimizes() -> None:
+    for minimize in ("cost", "gpus", "value"):
+        fleet = fleet_of({"a100-80gb": 13.50})
+        fleet.minimize = minimize
+        assert runner_up_notes(fleet, CALIBRATION_MEDIAN_ERROR) == []
+        assert runner_up_document(fleet, CALIBRATION_MEDIAN_ERROR) is None
