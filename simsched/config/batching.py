@@ -94,6 +94,9 @@ def _overridden(
         missing = [name for name, field in fields if field.is_required() and name not in mine]
         if missing:
             merged = {**theirs, **mine}  # in the spec's order, then any key it does not know
+            weights = {**base, **written}.get("weight_dtype")
+            if (merged.get("expert_dtype") or weights) != "fp4":
+                merged.pop("fp4_format", None)  # the preset's FP4 format of experts now wider
             ordered = {name: merged.pop(name) for name in spec.model_fields if name in merged}
             whole = yaml.safe_dump({**ordered, **merged}, default_flow_style=True, sort_keys=False)
             raise ValueError(

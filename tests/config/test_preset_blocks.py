@@ -50,3 +50,16 @@ def test_a_block_with_every_required_key_still_replaces_the_presets() -> None:
     moe = "{experts: 256, experts_per_token: 8, expert_ffn: 2048}"
     model = load_scenario(SCENARIO, [model_set(moe)]).cluster.model
     assert (model.moe.shared_experts, model.moe.first_dense_layers) == (0, 0)
+
+
+def test_the_block_it_gives_for_wider_experts_drops_the_fp4_format(simsched_cli) -> None:
+    # gpt-oss's preset block names its MXFP4 experts' format; written BF16 experts have none, so
+    # the block to paste must not carry it (pasted, it would be refused)
+    gpt_oss = "cluster.model={preset: gpt-oss-20b, moe: {expert_dtype: bf16}}"
+    run = simsched_cli("validate", SCENARIO, "--variant", "dep8_x4", "--set", gpt_oss)
+    assert run.code == 2
+    block = run.err.rstrip().split("write the whole block with your keys in it: moe: ")[1]
+    assert "fp4_format" not in block
+    pasted = f"cluster.model={{preset: gpt-oss-20b, moe: {block}}}"
+    model = load_scenario(SCENARIO, [pasted], ["dep8_x4"]).cluster.model
+    assert model.moe.expert_dtype == "bf16" and model.moe.fp4_format is None
