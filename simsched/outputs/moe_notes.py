@@ -285,15 +285,16 @@ def _is_its_preset(model: Any) -> bool:
 
 
 def preset_name(model: Any) -> str | None:
-    """The name the MoE checks know `model` by: the preset it is as shipped up to its
-    precisions, its own name's first, then any preset of the same shape, one a case checks
-    first (a model read from its config.json, `hf_config`, is named after its folder; DeepSeek-V3
-    and -R1 share a shape); else its own name (None without a model)."""
+    """The name the MoE checks know `model` by: a preset it is as shipped up to its precisions,
+    one a case checks first, then its own (a model read from its config.json, `hf_config`, is
+    named after its folder; DeepSeek-V3 and -R1 share a shape, so R1's checks speak for V3, as
+    named or imported); else its own name (None without a model)."""
     name = getattr(model, "name", None)
-    if name is None or _is_preset(model, name):
-        return name
+    if name is None:
+        return None
     alike = [other for other in presets.MODEL_PRESETS if _is_preset(model, other)]
-    alike.sort(key=lambda other: other not in CHECKED_NAMES)  # stable: the table's order
+    # a checked name first, then its own, then the table's order (sorted is stable)
+    alike.sort(key=lambda other: (other not in CHECKED_NAMES, other != name))
     return alike[0] if alike else name
 
 

@@ -320,6 +320,8 @@ def test_a_model_read_from_its_config_json_gets_its_presets_notes(name: str, tmp
     preset = burst_notes(*h200_dep8, "cluster.model=deepseek-r1")
     assert imported == preset
     assert any(n.startswith("the MoE cases check DeepSeek-R1 FP8 on 8 H200s") for n in imported)
+    # DeepSeek-V3 shares R1's shape: named as its own preset, R1's checks speak for it too
+    assert burst_notes(*h200_dep8, "cluster.model=deepseek-v3") == preset
     # a changed shape is not the preset's, whatever its folder
     changed = {**DEEPSEEK, "n_routed_experts": 128}
     (folder / "config.json").write_text(json.dumps(changed), encoding="utf-8")
