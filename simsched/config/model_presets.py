@@ -135,6 +135,7 @@ def from_hf_config(path: str) -> dict[str, Any]:
     raw = _read_hf_config(path)
     source, path = path, display_path(path)  # messages show it as the user would type it
     _check_dtype_names(raw, path)
+    quant_method(raw, path)  # one simsched reads, or refused
     from simsched.config import hf_moe  # it computes with moe_shapes, which imports this module
 
     if hf_moe.is_moe(raw):
@@ -184,9 +185,7 @@ def from_hf_config(path: str) -> dict[str, Any]:
         "tied_embeddings": tied,
         "hf_config": str(source),
     }
-    dtype = _HF_DTYPES.get(str(raw.get("torch_dtype", "bfloat16")))
-    if dtype:
-        model["weight_dtype"] = dtype
+    model.update(_weight_dtype(raw))
     # a dense model with MTP modules; 0 or absent: none (false or 0.0 is no count, as on an
     # MoE config: hf_moe)
     mtp = _whole(raw, "num_nextn_predict_layers", 64, path, required=False, least=0)
@@ -195,9 +194,33 @@ def from_hf_config(path: str) -> dict[str, Any]:
     return model
 
 
+# quantization_config.quant_method values a config.json import reads: FP8 weights (DeepSeek-V3
+# and R1's block-scaled e4m3, FP8 checkpoints), and gpt-oss's MXFP4 experts (hf_moe.py)
+READ_QUANT_METHODS = {"fp8": None, "mxfp4": "gpt_oss"}  # method: the one model_type, or any
+
+
+def quant_method(raw: dict[str, Any], path: str) -> str | None:
+    """The checkpoint's `quantization_config.quant_method`, when it is one simsched reads; None
+    without a quantization_config. Any other (AWQ, GPTQ, ModelOpt's NVFP4, a typo) is refused:
+    read past, its weights would be taken as BF16 without a word."""
+    quant = raw.get("quantization_config")
+    if quant is None:
+        return None
+    method = quant.get("quant_method") if isinstance(quant, dict) else None
+    if isinstance(method, str) and method in READ_QUANT_METHODS:
+        family = READ_QUANT_METHODS[method]
+        if family is None or family == raw.get("model_type"):
+            return method
+    raise ValueError(
+        f"{path}: quantization_config.quant_method {method!r} is not one simsched reads "
+        "(fp8; mxfp4 for gpt-oss): remove quantization_config from the file and state the "
+        "precisions in the model mapping (weight_dtype, moe.expert_dtype, moe.fp4_format)"
+    )
+
+
 def _weight_dtype(raw: dict[str, Any]) -> dict[str, str]:
-    """A MoE checkpoint's weight precision: FP8 when its quantization_config says so
-    (DeepSeek-V3/R1's block-scaled e4m3), else its torch_dtype."""
+    """A checkpoint's weight precision: FP8 when its quantization_config says so (DeepSeek-V3
+    and R1's block-scaled e4m3), else its torch_dtype (under `text_config` where it has one)."""
     quant = raw.get("quantization_config")
     if isinstance(quant, dict) and quant.get("quant_method") == "fp8":
         return {"weight_dtype": "fp8"}
@@ -218,7 +241,9 @@ def _check_dtype_names(raw: dict[str, Any], path: str) -> None:
             raise ValueError(f'{path}: {where} must be a name such as "bfloat16", not {shown}')
         if value is not None and value not in _HF_DTYPES:
             known = ", ".join(_HF_DTYPES)
-            raise ValueError(f"{path}: {where} {value!r} is not a torch dtype (known: {known})")
+            raise ValueError(
+                f"{path}: {where} {value!r} is not a torch dtype simsched reads (it reads {known})"
+            )
 
 
 def _read_hf_config(path: str) -> dict[str, Any]:

@@ -297,5 +297,38 @@ def test_a_torch_dtype_no_torch_has_is_refused(config: dict, dtype: str, tmp_pat
     # simsched's own names are not torch's: a config.json says "bfloat16", never "bf16"
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**config, "torch_dtype": dtype}), "utf-8")
-    with pytest.raises(ValueError, match=f"torch_dtype '{dtype}' is not a torch dtype"):
+    refused = f"torch_dtype .{dtype}. is not a torch dtype simsched reads"
+    with pytest.raises(ValueError, match=refused):
         from_hf_config(str(path))
+
+
+@pytest.mark.parametrize(
+    ("config", "quant"),
+    [
+        (GPT_OSS_120B, {"quant_method": "modelopt", "quant_algo": "NVFP4"}),
+        (GPT_OSS_120B, {"quant_method": "mxfp4x"}),
+        (GPT_OSS_120B, {"quant_method": 5}),
+        (GPT_OSS_120B, "mxfp4"),
+        (QWEN3_235B, {"quant_method": "mxfp4"}),  # gpt-oss's experts' format only
+        (DENSE, {"quant_method": "awq", "bits": 4}),
+    ],
+    ids=["modelopt", "typo", "number", "not-a-mapping", "mxfp4-elsewhere", "awq"],
+)
+def test_a_quantization_simsched_does_not_read_is_refused(
+    config: dict, quant: Any, tmp_path: Path
+) -> None:
+    # read past, the weights would be taken as BF16 without a word
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "quantization_config": quant}), "utf-8")
+    with pytest.raises(
+        ValueError, match=r"quantization_config[.]quant_method .* is not one simsched reads"
+    ):
+        from_hf_config(str(path))
+
+
+@pytest.mark.parametrize("config", [DENSE, QWEN3_235B], ids=["dense", "moe"])
+def test_an_fp8_quantization_config_gives_fp8_weights(config: dict, tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    fp8 = {**config, "quantization_config": {"quant_method": "fp8"}}
+    path.write_text(json.dumps(fp8), "utf-8")
+    assert from_hf_config(str(path))["weight_dtype"] == "fp8"

@@ -107,7 +107,7 @@ def test_an_equal_gpu_count_is_a_tie_the_answer_does_not_hide() -> None:
     # says nothing about which is better; sglang's 24 is 50% more, outside 17.4%
     fleet = gpu_fleet({"vllm": 16, "sglang": 24, "trtllm": 16})
     notes = runner_up_notes(fleet, 0.174)
-    assert notes[0] == ("runner-up: cluster.engine=trtllm with cluster.replicas=16, +0 GPUs (+0.0%)")
+    assert notes[0] == "runner-up: cluster.engine=trtllm with cluster.replicas=16, +0 GPUs (+0.0%)"
     assert notes[1:] == [
         "tie: cluster.engine=trtllm with cluster.replicas=16 does as well as the answer "
         "cluster.engine=vllm with cluster.replicas=16 by GPUs (16 GPUs); the answer is the first "
