@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simsched.config import presets
-from simsched.config.hardware import GpuSpec, ModelSpec
+from simsched.config.hardware import GpuSpec, ModelSpec, expert_precision
 from simsched.config.model_presets import compute_dtype
 from simsched.config.moe_serving import (
     EXPERT_SETTINGS,
@@ -414,11 +414,6 @@ def engine_choices_note(pool: Any) -> str | None:
     def whose(name: str) -> str:
         return "written" if getattr(written, name) is not None else f"{engine.name}'s default"
 
-    def whose_inputs(model: Any) -> str:
-        if written.expert_activations is not None:
-            return "written"
-        return f"{engine.name}'s default for {model.moe.fp4_format.upper()} experts"
-
     exchange = whose("dispatch")
     gathering = written.dispatch is None and written.ep > 1 and written.attention_dp > 1
     if engine.name in STAND_IN_EXCHANGE and gathering:
@@ -434,14 +429,48 @@ def engine_choices_note(pool: Any) -> str | None:
         f"engine {engine.name}: its MoE layers {moves} and put them in expert order {how} "
         f"({whose('permute')})"
     )
-    if spec.expert_activations is not None:  # written, or the engine's for its FP4 format
-        note += f"; their experts take {spec.expert_activations} inputs ({whose_inputs(model)})"
+    note += _inputs_clause(written, spec, engine, getattr(pool, "gpu", None), model)
     if engine.name != "trtllm":
         note += (
             "; the MoE cases are TensorRT-LLM runs, so on this engine an MoE model is unchecked "
             "but for gpt-oss-120b on vLLM 0.13"
         )
     return note + " (docs/engines.md; docs/moe.md, Calibration)"
+
+
+# why an engine leaves FP4 experts on the model's precision (docs/moe.md, "Expert activations")
+UNCHOSEN_INPUTS = {
+    ("vllm", "mxfp4"): "vllm's default for MXFP4 experts",
+    ("sglang", "mxfp4"): "sglang's choice for MXFP4 experts is not settled here",
+}
+
+
+def _inputs_clause(
+    written: MoeServingSpec, spec: MoeServingSpec, engine: Any, gpu: Any, model: Any
+) -> str:  # fmt: skip
+    """What the experts' GEMMs take as inputs, and why: written, the engine's choice for their
+    FP4 format, or (FP4 experts only) the model's own precision for want of a format, of FP4
+    tensor cores or of an engine choice (docs/moe.md, "Expert activations")."""
+    if written.expert_activations is not None:
+        return f"; their experts take {written.expert_activations} inputs (written)"
+    moe = getattr(model, "moe", None)
+    if spec.expert_activations is not None:
+        return (
+            f"; their experts take {spec.expert_activations} inputs ({engine.name}'s default "
+            f"for {moe.fp4_format.upper()} experts)"
+        )
+    if expert_precision(model) != "fp4":
+        return ""  # 8- and 16-bit experts run at their weights' precision: nothing to choose
+    if moe.fp4_format is None:
+        why = f"moe.fp4_format unset: write nvfp4 or mxfp4 for {engine.name} to choose"
+    elif "fp4" not in getattr(gpu, "peak_tflops", {}):
+        why = f"{getattr(gpu, 'name', 'the GPU')} has no FP4 tensor cores"
+    else:
+        why = UNCHOSEN_INPUTS.get(
+            (engine.name, moe.fp4_format),
+            f"{engine.name} chooses none for {moe.fp4_format.upper()} experts",
+        )
+    return f"; their FP4 experts take the model's {compute_dtype(model)} inputs ({why})"
 
 
 # docs/moe.md, "Attention-DP ranks": what the replica pools that the engines keep apart

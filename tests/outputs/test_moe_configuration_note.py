@@ -327,3 +327,34 @@ def test_a_model_read_from_its_config_json_gets_its_presets_notes(name: str, tmp
     (folder / "config.json").write_text(json.dumps(changed), encoding="utf-8")
     other = burst_notes(*h200_dep8, f"cluster.model={{hf_config: {folder / 'config.json'}}}")
     assert not any("the MoE cases check" in n for n in other)
+
+
+@pytest.mark.parametrize(
+    ("sets", "clause"),
+    [
+        (("cluster.gpu=b200", "cluster.model=gpt-oss-20b", "cluster.engine=vllm"),
+         "their FP4 experts take the model's bf16 inputs (vllm's default for MXFP4 experts)"),
+        (("cluster.gpu=b200", "cluster.model=gpt-oss-20b", "cluster.engine=sglang"),
+         "their FP4 experts take the model's bf16 inputs (sglang's choice for MXFP4 experts is "
+         "not settled here)"),
+        (("cluster.gpu=h200", "cluster.model=gpt-oss-20b", "cluster.engine=trtllm"),
+         "their FP4 experts take the model's bf16 inputs (h200 has no FP4 tensor cores)"),
+        (("cluster.gpu=b200", "cluster.tp=4",
+          "cluster.model={preset: deepseek-r1, moe: {experts: 256, experts_per_token: 8, "
+          "shared_experts: 1, expert_ffn: 2048, first_dense_layers: 3, dense_ffn: 18432, "
+          "router_bias: true, expert_dtype: fp4}}", "cluster.engine=trtllm"),
+         "their FP4 experts take the model's fp8 inputs (moe.fp4_format unset: write nvfp4 or "
+         "mxfp4 for trtllm to choose)"),
+        (("cluster.gpu=b200", "cluster.model=gpt-oss-20b", "cluster.engine=trtllm"),
+         "their experts take fp8 inputs (trtllm's default for MXFP4 experts)"),
+    ],
+    ids=["vllm", "sglang", "hopper", "no-format", "chosen"],
+)  # fmt: skip
+def test_the_engine_note_always_says_what_fp4_experts_take(sets: tuple, clause: str) -> None:
+    burst = ROOT / "calibration" / "scenarios" / "fixed_burst.yaml"
+    note = moe_notes.engine_choices_note(load_scenario(burst, list(sets)).cluster)
+    assert clause in note
+    # 8-bit experts run at their weights' precision: nothing to say
+    fp8 = load_scenario(burst, ["cluster.model=deepseek-r1", "cluster.engine=trtllm",
+                                "cluster.gpu=h200", "cluster.tp=8"]).cluster  # fmt: skip
+    assert "inputs" not in moe_notes.engine_choices_note(fp8)
