@@ -67,15 +67,43 @@ def _write_files(result: SimulationResult, folder: Path) -> None:
 
 
 def summary_document(result: SimulationResult) -> dict[str, Any]:
-    """The result as `--format json` prints it and summary.json holds it: the figures, then the
-    table's plain-words notes (`notes`, only when there are any), so that a script reading the
-    JSON learns what the figures leave out (admitted requests only, a model's stated error, a
-    front end that set the pace) as a reader of the table does."""
+    """The result as `--format json` prints it and summary.json holds it: the figures, each
+    tenant's (`tenants`, as tenants.csv), then the table's plain-words notes (`notes`, only when
+    there are any), so that a script reading the JSON learns what the figures leave out
+    (admitted requests only, a model's stated error, a front end that set the pace) as a reader
+    of the table does."""
     document = result.to_json_dict()
+    document["tenants"] = tenant_figures(result)
     notes = table_notes(result)
     if notes:
         document["notes"] = notes
     return document
+
+
+def tenant_figures(result: SimulationResult) -> dict[str, dict[str, dict[str, Any]]]:
+    """tenants.csv's figures by variant and tenant (`all` included): latency percentiles (TPOT
+    among them), goodput, shares and each tenant's SLO verdict, which the reference-shaped
+    `comparison` block does not carry. Where a variant has no per-token timing (the token
+    server) its TPOT and goodput are null, as the table prints them n/a: its finish is a
+    stand-in."""
+    frame = result.tenants
+    per_token = [column for column in frame.columns if "tpot" in column] + ["goodput_rps"]
+    figures: dict[str, dict[str, dict[str, Any]]] = {}
+    for variant in result.variants:
+        timed = result.facts[variant].per_token_timing
+        rows = frame[frame["variant"] == variant].drop(columns="variant")
+        figures[variant] = {}
+        for row in rows.to_dict("records"):
+            row = {key: _python(value) for key, value in row.items()}
+            if not timed:
+                row.update(dict.fromkeys(per_token))
+            figures[variant][row.pop("tenant_id")] = row
+    return figures
+
+
+def _python(value: Any) -> Any:
+    """A NumPy scalar as the Python number JSON writes (pandas' records keep NumPy's)."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def json_safe(value: Any) -> Any:

@@ -39,7 +39,34 @@ def test_a_run_without_notes_has_no_notes_key(make_scenario) -> None:
     result = simulate(make_scenario(ROWS, SERVING, admission={"enabled": False}))
     assert table_notes(result) == []
     assert "notes" not in summary_document(result)
-    assert summary_document(result) == result.to_json_dict()
+    assert list(summary_document(result)) == [*result.to_json_dict(), "tenants"]
+
+
+def test_the_json_has_each_tenants_figures_as_tenants_csv(tmp_path: Path, simsched_cli) -> None:
+    import csv
+
+    # spec_decode_load runs replicas that time tokens: its TPOT is in the JSON as in the CSV
+    scenario = REPO / "scenarios" / "spec_decode_load.yaml"
+    assert simsched_cli("scenario", scenario, "--out", tmp_path / "out").code == 0
+    written = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    with open(tmp_path / "out" / "tenants.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == sum(len(tenants) for tenants in written["tenants"].values())
+    for row in rows:
+        figures = written["tenants"][row["variant"]][row["tenant_id"]]
+        assert float(row["p99_tpot_ms"]) == figures["p99_tpot_ms"]
+        assert float(row["goodput_rps"]) == figures["goodput_rps"]
+        assert row["slo_met"] == str(figures["slo_met"]).lower()
+
+
+def test_a_token_server_has_no_per_token_figures_in_the_json(make_scenario) -> None:
+    # the token server's finish is a stand-in: TPOT and goodput are n/a in the table, null here
+    result = simulate(make_scenario(ROWS, SERVING, admission={"enabled": False}))
+    figures = summary_document(result)["tenants"]["base"]
+    assert set(figures) == {"a", "b", "all"}
+    for tenant in figures.values():
+        assert tenant["p99_tpot_ms"] is None and tenant["goodput_rps"] is None
+        assert tenant["p99_ttft_ms"] is not None
 
 
 def test_the_json_and_summary_file_carry_the_tables_notes(tmp_path: Path, simsched_cli) -> None:
