@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from simsched.config.hardware import expert_precision
 from simsched.config.model_presets import DTYPE_BYTES, dtype_bytes
 from simsched.config.moe import MlaSpec, attention_of
 from simsched.config.spec_base import SubfieldError
@@ -215,8 +216,7 @@ def check_expert_activations(spec: MoeServingSpec, gpu: Any, model: Any) -> None
     wanted = spec.expert_activations
     if wanted is None:
         return
-    moe = getattr(model, "moe", None)
-    experts = getattr(moe, "expert_dtype", None) or getattr(model, "weight_dtype", None)
+    experts = expert_precision(model)
     held = experts if experts in ("fp8", "fp4") else "bf16"  # int8/int4: weight-only, 16-bit
     if DTYPE_BYTES[wanted] < DTYPE_BYTES[held]:  # a GEMM runs at its wider operand's rate
         raise SubfieldError(
