@@ -89,15 +89,21 @@ def validate(raw: dict[str, Any], label: str, context: str = "") -> Scenario:
 def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -> Scenario:
     """Validate the last version; a failure names the `--set` that brought it in.
 
-    The error belongs to the first version that already has it: the file itself, or the first
-    `--set` after which it appears (the last one, if only the flags together cause it).
+    The error belongs to the version after which it stays: the file itself, or the `--set`
+    after which it appears and no later flag takes it away (the last one, if only the flags
+    together cause it). A flag that caused it once, before another flag mended it, is not
+    blamed for a later flag undoing the mend.
     """
     try:
         return Scenario.model_validate(versions[-1][1])
     except ValidationError as exc:
         error = pick_error(exc.errors())
-    owners = (flag for flag, raw in versions if _same_error(_first_error(raw), error))
-    raise input_error(error, label, next(owners, versions[-1][0]), Scenario)
+    owner = versions[-1][0]
+    for flag, raw in reversed(versions[:-1]):  # back while the versions have it
+        if not _same_error(_first_error(raw), error):
+            break
+        owner = flag
+    raise input_error(error, label, owner, Scenario)
 
 
 def _first_error(raw: dict[str, Any]) -> dict[str, Any] | None:

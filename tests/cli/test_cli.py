@@ -354,3 +354,15 @@ def test_a_misspelt_engine_is_answered_with_the_closest_name(simsched_cli) -> No
         )
     far = simsched_cli("validate", burst, "--set", "cluster.engine=tensorflow")
     assert "did you mean" not in far.err  # nothing close: the list alone
+
+
+def test_an_error_a_later_flag_brings_back_is_that_flags(simsched_cli) -> None:
+    # a 70B model does not fit one 80 GiB GPU: --set tp=4 mends it, the last --set tp=1 undoes the
+    # mend, so the last flag is to blame, not the model flag that first caused it
+    fleet = REPO / "scenarios" / "fleet_planning.yaml"
+    flags = ("--set", "cluster.model=llama-3.1-70b", "--set", "cluster.tp=4")
+    run = simsched_cli("validate", fleet, *flags, "--set", "cluster.tp=1")
+    assert run.code == 2 and run.err.startswith(f"{fleet}: --set cluster.tp=1: cluster.model: ")
+    # without the mend, the model flag brought it in and keeps it
+    run = simsched_cli("validate", fleet, "--set", "cluster.model=llama-3.1-70b")
+    assert run.err.startswith(f"{fleet}: --set cluster.model=llama-3.1-70b: cluster.model: ")
