@@ -74,29 +74,38 @@ def summary_document(result: SimulationResult) -> dict[str, Any]:
     of the table does."""
     document = result.to_json_dict()
     document["tenants"] = tenant_figures(result)
-    notes = table_notes(result)
+    notes = table_notes(result) + _stand_in_notes(result)
     if notes:
         document["notes"] = notes
     return document
 
 
+def _stand_in_notes(result: SimulationResult) -> list[str]:
+    """Where the table prints TPOT and goodput n/a, the JSON has figures (tenants.csv's, and the
+    reference-shaped `capacity`): say what they are."""
+    untimed = [v for v in result.variants if not result.facts[v].per_token_timing]
+    if not untimed:
+        return []
+    who = f"variant {', '.join(untimed)}: " if len(result.variants) > 1 else ""
+    return [
+        f"{who}the token server times no tokens: TPOT, goodput and SLO attainment here "
+        "(tenants, capacity) come from a stand-in finish, the end of each request's KV hold "
+        "(the table prints TPOT and goodput n/a)"
+    ]
+
+
 def tenant_figures(result: SimulationResult) -> dict[str, dict[str, dict[str, Any]]]:
     """tenants.csv's figures by variant and tenant (`all` included): latency percentiles (TPOT
     among them), goodput, shares and each tenant's SLO verdict, which the reference-shaped
-    `comparison` block does not carry. Where a variant has no per-token timing (the token
-    server) its TPOT and goodput are null, as the table prints them n/a: its finish is a
-    stand-in."""
+    `comparison` block does not carry (as tenants.csv, the token server's per-token figures are
+    stand-ins, which a note says: `_stand_in_notes`)."""
     frame = result.tenants
-    per_token = [column for column in frame.columns if "tpot" in column] + ["goodput_rps"]
     figures: dict[str, dict[str, dict[str, Any]]] = {}
     for variant in result.variants:
-        timed = result.facts[variant].per_token_timing
         rows = frame[frame["variant"] == variant].drop(columns="variant")
         figures[variant] = {}
         for row in rows.to_dict("records"):
             row = {key: _python(value) for key, value in row.items()}
-            if not timed:
-                row.update(dict.fromkeys(per_token))
             figures[variant][row.pop("tenant_id")] = row
     return figures
 

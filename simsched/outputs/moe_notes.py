@@ -11,6 +11,7 @@ from simsched.config import presets
 from simsched.config.hardware import GpuSpec, ModelSpec, expert_precision
 from simsched.config.model_presets import compute_dtype
 from simsched.config.moe_serving import (
+    ENGINE_EXPERT_INPUTS,
     EXPERT_SETTINGS,
     NO_EXPERT_PARALLELISM,
     MoeServingSpec,
@@ -205,7 +206,7 @@ def _unlike_the_cases(pool: Any) -> list[str]:
     if getattr(pool, "role", "mixed") != "mixed":
         unlike.append("P/D role")
     if not _runs_offline_as_the_cases(pool):
-        unlike.append("CPU time and front end")
+        unlike.append("overheads (CPU time, front end)")
     return unlike
 
 
@@ -215,16 +216,18 @@ CASES_ZEROED = ("overhead_ms", "per_seq_ms", "frontend_before_ms", "frontend_aft
 
 
 def _runs_offline_as_the_cases(pool: Any) -> bool:
-    """Whether the pool's CPU time and front end are the cases': `engine: {name: trtllm,
-    offline: true}`, or no engine with the roofline's CPU costs and front-end delays at 0 (as the
-    cases write them) and no API-server stage. A served run or vLLM's serial CPU time can take
-    a saturated burst far below the checked figure (the API server alone caps it)."""
-    engine = getattr(pool, "engine", None)
-    if engine is not None:
-        return engine.name == "trtllm" and engine.offline
-    latency = getattr(pool, "latency_model", None)
-    zeroed = all(getattr(latency, name, None) == 0 for name in CASES_ZEROED)
-    return zeroed and getattr(pool, "frontend", None) is None
+    """Whether the pool's overheads are the cases': the CPU costs and front-end delays its GPU
+    runs with (`gpu_overrides` applied) at 0, no API-server stage that costs anything, and no
+    exposed time of an overlapped CPU (`engine: trtllm` leaves 1.2 ms an iteration). A served
+    run, vLLM's serial CPU time or an engine profile's own overheads can take a saturated burst
+    far from the checked figure (the API server alone caps it)."""
+    latency = getattr(pool, "gpu_latency_model", None) or getattr(pool, "latency_model", None)
+    frontend = getattr(pool, "frontend", None)  # an API-server stage replaces the fixed delays
+    costs = CASES_ZEROED if frontend is None else CASES_ZEROED[:2]
+    zeroed = all(getattr(latency, name, None) == 0 for name in costs)
+    overlapped = getattr(pool, "cpu_time", None) == "overlap"
+    exposed = getattr(pool, "overlap_exposed_ms", None) if overlapped else 0
+    return zeroed and (frontend is None or frontend.costs_nothing) and not exposed
 
 
 def _gpu_is_its_preset(gpu: Any) -> bool:
@@ -461,10 +464,17 @@ def _inputs_clause(
         )
     if expert_precision(model) != "fp4":
         return ""  # 8- and 16-bit experts run at their weights' precision: nothing to choose
-    if moe.fp4_format is None:
-        why = f"moe.fp4_format unset: write nvfp4 or mxfp4 for {engine.name} to choose"
-    elif "fp4" not in getattr(gpu, "peak_tflops", {}):
+    choices = ENGINE_EXPERT_INPUTS.get(engine.name, {})
+    if "fp4" not in getattr(gpu, "peak_tflops", {}):
         why = f"{getattr(gpu, 'name', 'the GPU')} has no FP4 tensor cores"
+    elif moe.fp4_format is None and choices:
+        formats = ", ".join(f"{choice} for {name}" for name, choice in choices.items())
+        why = (
+            f"moe.fp4_format unset; {engine.name} would take {formats} experts: write the "
+            "checkpoint's format"
+        )
+    elif moe.fp4_format is None:
+        why = f"{engine.name} chooses none"
     else:
         why = UNCHOSEN_INPUTS.get(
             (engine.name, moe.fp4_format),

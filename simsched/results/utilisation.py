@@ -82,7 +82,7 @@ def skewed_pools(summary: dict[str, Any] | None) -> list[tuple[str | None, float
         return []
     # a decode pool is never where a request is placed: it has no skew of its own
     entry = {
-        k: pool for k, pool in (summary.get("pools") or {}).items() if pool["role"] != "decode"
+        k: pool for k, pool in (summary.get("pools") or {}).items() if pool.get("role") != "decode"
     }
     if entry and all("request_skew" in pool for pool in entry.values()):
         found = [(name, pool["request_skew"]) for name, pool in entry.items()]

@@ -164,12 +164,15 @@ def _gap_text(fleet: FleetPlan, share: float) -> str:
 
 
 def _why_the_answer(fleet: FleetPlan, other: PlanResult) -> str:
-    """Why the answer, not its equal, was named: the lower cost under `--minimize gpus`, else
-    only --over's order."""
-    best = fleet.best
-    costs = (best.cost_per_hour, other.cost_per_hour)
-    if fleet.minimize == "gpus" and None not in costs and costs[0] < costs[1]:
-        return f"the answer costs less (${costs[0]:.2f} against ${costs[1]:.2f}/hour)"
+    """Why the answer, not its equal, was named: under `--minimize gpus` the lower cost (an
+    option with a price before one without), else only --over's order."""
+    mine, theirs = fleet.best.cost_per_hour, other.cost_per_hour
+    if fleet.minimize == "gpus" and mine is not None and theirs is None:
+        return "the answer has a price and the other none"
+    if fleet.minimize == "gpus" and mine is not None and mine < theirs:
+        if round(mine, 2) == round(theirs, 2):
+            return f"the answer costs less, by under a cent an hour (${mine:.2f})"
+        return f"the answer costs less (${mine:.2f} against ${theirs:.2f}/hour)"
     return "the answer is the first in --over's order, not a better one"
 
 
@@ -191,7 +194,9 @@ def _worse_text(fleet: FleetPlan, other: PlanResult) -> str:
         return f"+${other.cost_per_hour - best.cost_per_hour:.2f}/hour{percent}"
     if fleet.minimize == "gpus" and other.gpus is not None and best.gpus is not None:
         return f"{other.gpus - best.gpus:+d} GPUs{percent}"
-    return "not comparable by value" if share is None else _gap_text(fleet, share)
+    if share is None:
+        return f"not comparable by {_MEASURES[fleet.minimize]}"
+    return f"the same {fleet.knob}" if share == 0 else _gap_text(fleet, share)
 
 
 def _source(margin: float) -> str:

@@ -16,14 +16,20 @@ ROOT = Path(__file__).resolve().parents[2]
 CAPACITY = ROOT / "scenarios" / "moe_capacity.yaml"
 
 
-# MX-D3 as the calibration states it: an FP8 KV cache and TensorRT-LLM's gather, offline
 OFFLINE_TRTLLM = "cluster.engine={name: trtllm, offline: true}"
-AS_CHECKED = ("cluster.model={preset: deepseek-r1, kv_dtype: fp8}", OFFLINE_TRTLLM)
 # the CPU costs and front-end delays every MoE case writes as 0 (TensorRT-LLM offline)
 ZEROED = (
     "cluster.latency_model={kind: roofline, "
     + ", ".join(f"{name}: 0" for name in moe_notes.CASES_ZEROED)
     + "}",
+)
+# with an engine its API-server stage replaces the fixed front-end delays: the CPU costs alone
+ENGINE_ZEROED = "cluster.latency_model={kind: roofline, overhead_ms: 0, per_seq_ms: 0}"
+# MX-D3 as the calibration states it: an FP8 KV cache, TensorRT-LLM's gather, no overheads
+AS_CHECKED = (
+    "cluster.model={preset: deepseek-r1, kv_dtype: fp8}",
+    "cluster.moe_serving.dispatch=allgather",
+    *ZEROED,
 )
 
 
@@ -48,15 +54,19 @@ def test_the_checked_layout_states_its_own_error() -> None:
     # too fast by 32.6% (median): efficiencies 1 - 1/1.326 = 24.6% lower cancel it, not 32.6%
     assert "--model-error 24.6 plans with its own (the efficiency change that cancels" in note
     assert f"against the {moe_notes.MOE_MEDIAN_ERROR} of all MoE runs" in note
-    # written out instead of the engine's choice, the same
-    written = ("cluster.model={preset: deepseek-r1, kv_dtype: fp8}",
-               "cluster.moe_serving.dispatch=allgather", *ZEROED)  # fmt: skip
-    assert checked_notes(*written) == [note]
-    # served (an API server in front) or with vLLM's serial CPU time: not the offline runs
-    served = nearest_notes("cluster.model={preset: deepseek-r1, kv_dtype: fp8}",
-                           "cluster.engine=trtllm")  # fmt: skip
-    assert "differs from in its CPU time and front end:" in served[0]
-    assert checked_notes(written[0], written[1]) == []
+    written = AS_CHECKED
+    # served (an API server in front), with vLLM's serial CPU time, with the TensorRT-LLM
+    # profile's exposed 1.2 ms an iteration, or with the CPU costs back through gpu_overrides:
+    # not the offline runs the figure is of
+    model = "cluster.model={preset: deepseek-r1, kv_dtype: fp8}"
+    back = "cluster.gpu_overrides={h200: {overhead_ms: 0.938, per_seq_ms: 0.0968}}"
+    for unlike in ((model, "cluster.engine=trtllm"), (model, OFFLINE_TRTLLM), written[:2],
+                   (*written, back)):  # fmt: skip
+        assert checked_notes(*unlike) == [], unlike
+        assert "differs from in its overheads (CPU time, front end):" in nearest_notes(*unlike)[0]
+    # the engine's exposed time written away, offline TensorRT-LLM is the checked run
+    hidden = (model, OFFLINE_TRTLLM, ENGINE_ZEROED, "cluster.overlap_exposed_ms=0")
+    assert checked_notes(*hidden) == [note]
 
 
 def nearest_notes(*sets: str) -> list[str]:
@@ -69,15 +79,15 @@ def test_a_run_of_a_checked_layout_that_differs_says_how() -> None:
     (note,) = nearest_notes()
     assert note.startswith("the MoE cases check DeepSeek-R1 FP8 on 8 H200s, DEP8 (5 TensorRT")
     assert (
-        "differs from in its KV cache precision, exchange and CPU time and front end: its own "
-        "error is unchecked" in note
+        "differs from in its KV cache precision, exchange and overheads (CPU time, front end): "
+        "its own error is unchecked" in note
     )
     assert checked_notes() == []
     assert nearest_notes(*AS_CHECKED) == []  # the checked run itself: the other note speaks
     engine = nearest_notes(
         "cluster.model={preset: deepseek-r1, kv_dtype: fp8}", "cluster.engine=vllm"
     )
-    assert "in its exchange, permute, engine and CPU time and front end:" in engine[0]
+    assert "in its exchange, permute, engine and overheads (CPU time, front end):" in engine[0]
     mtp = nearest_notes(
         *AS_CHECKED, "cluster.speculative={method: mtp, tokens: 1, acceptance: 0.8}"
     )
@@ -89,9 +99,9 @@ def test_anything_the_run_does_not_share_with_the_checked_one_drops_the_claim() 
     # the shipped moe_capacity scenario itself: a BF16 KV cache and the all-to-all
     assert checked_notes() == []
     others = (
-        ["cluster.moe_serving.attention_dp=1"],  # attention TP8
+        ["cluster.moe_serving={ep: 8, attention_dp: 1}"],  # attention TP8
         ["cluster.gpu=b200"],
-        ["cluster.engine=vllm"],  # another engine's kernels
+        [ENGINE_ZEROED, "cluster.engine=vllm"],  # another engine's kernels
         ["cluster.moe_serving.dispatch=alltoall"],
         ["cluster.model={preset: deepseek-r1, kv_dtype: fp8, layers: 30}"],  # not the preset
     )
@@ -292,13 +302,20 @@ def test_written_expert_inputs_are_echoed_and_keep_the_vllm_judgement_out() -> N
 
 def test_trtllm_named_on_b200_runs_gpt_oss_as_its_checked_configuration() -> None:
     # MX-T8 states TensorRT-LLM's FP8 inputs to gpt-oss's MXFP4 experts; naming the engine
-    # gives them (its default on Blackwell), so the run gets that configuration's own check
+    # gives them (its default on Blackwell): the run differs from the check in its overheads
+    # only, and with those as the cases write them it is the check
     run = ("cluster.gpu=b200", "cluster.model={preset: gpt-oss-20b, kv_dtype: fp8}")
     named = burst_notes(*run, OFFLINE_TRTLLM)
-    assert any(n.startswith("this configuration (gpt-oss-20b, one B200, FP8 KV") for n in named)
+    assert any(
+        n.startswith("the MoE cases check gpt-oss-20b, one B200, FP8 KV")
+        and "differs from in its overheads (CPU time, front end):" in n
+        for n in named
+    )
     assert any(
         "their experts take fp8 inputs (trtllm's default for MXFP4 experts)" in n for n in named
     )
+    quiet = burst_notes(*run, OFFLINE_TRTLLM, ENGINE_ZEROED, "cluster.overlap_exposed_ms=0")
+    assert any(n.startswith("this configuration (gpt-oss-20b, one B200, FP8 KV") for n in quiet)
     # unnamed, the model's BF16 inputs: a run that differs from the check there
     unnamed = burst_notes(*run, *ZEROED)
     assert any("differs from in its weight or expert-input precision" in n for n in unnamed)
@@ -343,8 +360,8 @@ def test_a_model_read_from_its_config_json_gets_its_presets_notes(name: str, tmp
           "cluster.model={preset: deepseek-r1, moe: {experts: 256, experts_per_token: 8, "
           "shared_experts: 1, expert_ffn: 2048, first_dense_layers: 3, dense_ffn: 18432, "
           "router_bias: true, expert_dtype: fp4}}", "cluster.engine=trtllm"),
-         "their FP4 experts take the model's fp8 inputs (moe.fp4_format unset: write nvfp4 or "
-         "mxfp4 for trtllm to choose)"),
+         "their FP4 experts take the model's fp8 inputs (moe.fp4_format unset; trtllm would "
+         "take fp4 for nvfp4, fp8 for mxfp4 experts: write the checkpoint's format)"),
         (("cluster.gpu=b200", "cluster.model=gpt-oss-20b", "cluster.engine=trtllm"),
          "their experts take fp8 inputs (trtllm's default for MXFP4 experts)"),
     ],

@@ -315,3 +315,22 @@ def test_a_single_search_names_no_runner_up_whatever_it_minimizes() -> None:
         fleet.minimize = minimize
         assert runner_up_notes(fleet, CALIBRATION_MEDIAN_ERROR) == []
         assert runner_up_document(fleet, CALIBRATION_MEDIAN_ERROR) is None
+
+
+def test_a_tie_with_an_unpriced_option_says_the_answer_has_a_price() -> None:
+    # b200 (no list price) comes first in --over, yet h200, priced, is the answer: the tie must
+    # not call it the first in --over's order
+    plans = [
+        PlanResult("cluster.replicas", "base", False, [1, 2], [], combo=(("cluster.gpu", gpu),),
+                   answer=2, gpus=16, cost_per_hour=cost)
+        for gpu, cost in (("b200", None), ("h200", 100.88))
+    ]  # fmt: skip
+    fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "gpus", plans)
+    fleet.choose()
+    assert fleet.best.combo == (("cluster.gpu", "h200"),)
+    assert runner_up_notes(fleet, 0.174)[1].endswith(
+        "the answer has a price and the other none: weigh both"
+    )
+    # a maximize tie's runner-up reads as the same load, not "+0.0%"
+    tie = value_fleet({"3": 1.5, "4": 1.5}, maximize=True)
+    assert runner_up_notes(tie, 0.1)[0].endswith(", the same load_scale")
