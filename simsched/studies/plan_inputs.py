@@ -139,6 +139,25 @@ def check_over(over: dict[str, list] | None, knob: str, flag: str, seeds: int, l
             )
 
 
+def check_over_values(over: dict[str, list], label: str) -> None:
+    """`--over` takes plain values (numbers, names), each once: a combination is a set of
+    (setting, value) pairs the plan compares and names, which a mapping or a list cannot be
+    (a sweep's `--grid` takes them); a value given twice would be a tie with itself."""
+    for path, values in over.items():
+        for value in values:
+            if isinstance(value, dict | list):
+                raise InputError(
+                    label,
+                    f"--over {path}",
+                    f"takes plain values (numbers, names), not the {type(value).__name__} "
+                    f"{value!r}: put it in a variant and plan it with --variant, or sweep it "
+                    "with --grid",
+                )
+        repeated = sorted({str(v) for v in values if values.count(v) > 1})
+        if repeated:
+            raise InputError(label, f"--over {path}", f"{repeated[0]} is given twice")
+
+
 def refuse_values_invalid_everywhere(
     over: dict[str, list] | None, rejected: dict[Combo, InputError], label: str
 ) -> None:

@@ -366,3 +366,16 @@ def test_an_error_a_later_flag_brings_back_is_that_flags(simsched_cli) -> None:
     # without the mend, the model flag brought it in and keeps it
     run = simsched_cli("validate", fleet, "--set", "cluster.model=llama-3.1-70b")
     assert run.err.startswith(f"{fleet}: --set cluster.model=llama-3.1-70b: cluster.model: ")
+
+
+def test_over_takes_plain_values_each_once(simsched_cli) -> None:
+    fleet = REPO / "scenarios" / "fleet_planning.yaml"
+    base = ("--vary", "cluster.replicas", "--range", "1:2", "--slo", "all.shed_rate<=0.5")
+    mapping = simsched_cli(
+        "plan", fleet, "--over", "cluster.engine={name: trtllm, offline: true},vllm", *base
+    )
+    assert mapping.code == 2 and mapping.err.count("\n") == 1 and "Traceback" not in mapping.err
+    assert mapping.err.startswith(f"{fleet}: --over cluster.engine: takes plain values")
+    twice = simsched_cli("plan", fleet, "--over", "cluster.engine=trtllm,trtllm", *base)
+    assert twice.code == 2
+    assert twice.err.rstrip().endswith("--over cluster.engine: trtllm is given twice")
