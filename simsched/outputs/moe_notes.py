@@ -523,6 +523,8 @@ def _vllm_judged(pool: Any) -> bool:
     engine = getattr(getattr(pool, "engine", None), "name", None)
     if preset_name(model) != JUDGED_ON_VLLM or engine not in VLLM_ENGINES:
         return False
+    if expert_precision(model) != "fp4":  # the sweep served the MXFP4 checkpoint
+        return False
     inputs = getattr(getattr(pool, "moe_serving", None), "expert_activations", None)
     if inputs not in (None, "bf16"):
         return False

@@ -186,3 +186,23 @@ def test_only_the_judged_model_gets_the_vllm_note() -> None:
         assert not judged(found)
         assert any(note.startswith("MoE model:") for note in found)
     assert notes("llama-3-8b") == []
+
+
+def test_the_vllm_judgement_is_of_the_mxfp4_checkpoint_only() -> None:
+    from simsched.config.loading import load_scenario
+    from simsched.outputs import moe_notes
+
+    # gpt-oss-120b with BF16 experts is another model to the judgement: InferenceMAX served
+    # the MXFP4 checkpoint
+    burst = ROOT / "calibration" / "scenarios" / "fixed_burst.yaml"
+    bf16 = (
+        "cluster.model={preset: gpt-oss-120b, moe: {experts: 128, experts_per_token: 4, "
+        "expert_ffn: 2880, router_bias: true, expert_bias: true, expert_dtype: bf16}}"
+    )
+    for model in ("cluster.model=gpt-oss-120b", bf16):
+        sets = [model, "cluster.gpu=h200", "cluster.tp=4", "cluster.engine=vllm"]
+        cluster = load_scenario(burst, sets).cluster
+        judged = any(
+            n.startswith(moe_notes.VLLM_GPT_OSS_NOTE) for n in moe_notes._notes_for(cluster)
+        )
+        assert judged == (model != bf16)
