@@ -106,6 +106,8 @@ class FleetPlan:
             document = {
                 "answer": self.answer,
                 "over": dict(self.best.combo) if self.best else None,
+                "gpus": self.best.gpus if self.best else None,
+                "cost_per_hour": self.best.cost_per_hour if self.best else None,
                 "combinations": [plan.to_json_dict() for plan in self.plans],
                 "knob": self.knob,
                 "variant": self.variant,

@@ -75,3 +75,15 @@ def test_a_token_server_s_stand_in_figures_are_said_to_be_stand_ins(make_scenari
         "capacity) come from a stand-in finish, the end of each request's KV hold (the table "
         "prints TPOT and goodput n/a)"
     ]
+
+
+def test_the_json_slo_says_whether_every_tenant_met_its_targets(make_scenario) -> None:
+    # a TPOT target no request can meet: the reference's `met` (interactive TTFT) holds, while
+    # every tenant misses, as the table's row says
+    batching = {"service_model": "continuous_batching"}
+    targets = {"interactive_ttft_ms": 1e9, "interactive_tpot_ms": 0.001}
+    tenants = [{"id": "a", "priority": "interactive"}, {"id": "b", "priority": "interactive"}]
+    result = simulate(make_scenario(ROWS, tenants, cluster=batching, slo=targets))
+    verdict = summary_document(result)["slo"]["base"]
+    assert verdict["met"] is True and verdict["every_tenant_met"] is False
+    assert result.slo["base"].get("every_tenant_met") is None  # the result's own is untouched

@@ -334,3 +334,9 @@ def test_a_tie_with_an_unpriced_option_says_the_answer_has_a_price() -> None:
     # a maximize tie's runner-up reads as the same load, not "+0.0%"
     tie = value_fleet({"3": 1.5, "4": 1.5}, maximize=True)
     assert runner_up_notes(tie, 0.1)[0].endswith(", the same load_scale")
+
+
+def test_an_over_plans_json_names_the_answers_gpus_and_cost() -> None:
+    fleet = fleet_of({"a100-80gb": 13.50, "h100-80gb": 14.00})
+    document = fleet.to_json_dict()
+    assert (document["gpus"], document["cost_per_hour"]) == (2, 13.50)
