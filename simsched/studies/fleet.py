@@ -91,13 +91,18 @@ class FleetPlan:
             f"{what} meeting every SLO: {shown(best.combo)} with {self.knob}={best.answer}{fleet}"
         )
 
-    def sort_key(self, plan: PlanResult) -> float:
+    def sort_key(self, plan: PlanResult) -> tuple[float, ...]:
+        """What the plan minimizes, then (equal GPUs) the cost, then the wider thinnest SLO
+        margin: of two equal options the one further from its targets, so that one seed's
+        luck near a target does not pick the answer (`thinnest_margin`)."""
         if self.minimize == "cost":
-            return plan.cost_per_hour
-        if self.minimize == "gpus":  # equal GPUs: the cheaper first (no price: last)
+            first: tuple[float, ...] = (plan.cost_per_hour,)
+        elif self.minimize == "gpus":  # equal GPUs: the cheaper first (no price: last)
             cost = plan.cost_per_hour
-            return (plan.gpus, math.inf if cost is None else cost)
-        return -plan.answer if self.maximize else plan.answer
+            first = (plan.gpus, math.inf if cost is None else cost)
+        else:
+            first = (-plan.answer if self.maximize else plan.answer,)
+        return (*first, -thinnest_margin(plan))
 
     def to_json_dict(self) -> dict[str, Any]:
         if len(self.plans) == 1:  # one search: its document, as without --over
@@ -145,3 +150,15 @@ def _prefixed(plan: PlanResult) -> list[str]:
 def _price(cost_per_hour: float | None) -> str:
     # a GPU without a list price (b200, or a mapping with none) has a size but no cost
     return "no list price" if cost_per_hour is None else f"${cost_per_hour:.2f}/hour"
+
+
+def thinnest_margin(plan: PlanResult) -> float:
+    """The answer's smallest SLO margin as a share of its target (0 where unknown): how close
+    the answer came to missing."""
+    probe = plan.at_answer
+    shares = []
+    for slo in plan.slos:
+        margin = None if probe is None else probe.margins.get(slo.key)
+        if margin is not None and not math.isnan(margin):
+            shares.append(margin / abs(slo.limit) if slo.limit else margin)
+    return min(shares, default=0.0)

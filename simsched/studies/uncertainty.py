@@ -15,7 +15,7 @@ from typing import Any
 from simsched.errors import InputError
 from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE, served
 from simsched.studies.bisection import PlanResult
-from simsched.studies.fleet import FleetPlan, shown
+from simsched.studies.fleet import FleetPlan, shown, thinnest_margin
 from simsched.studies.plan_numbers import share_text
 
 CALIBRATION_MEDIAN_ERROR = 0.058
@@ -173,6 +173,12 @@ def _why_the_answer(fleet: FleetPlan, other: PlanResult) -> str:
         if round(mine, 2) == round(theirs, 2):
             return f"the answer costs less, by under a cent an hour (${mine:.2f})"
         return f"the answer costs less (${mine:.2f} against ${theirs:.2f}/hour)"
+    wider, narrower = thinnest_margin(fleet.best), thinnest_margin(other)
+    if wider > narrower:
+        return (
+            f"the answer's thinnest SLO margin is wider ({share_text(wider, signed=True)} "
+            f"against {share_text(narrower, signed=True)} of its target)"
+        )
     return "the answer is the first in --over's order, not a better one"
 
 

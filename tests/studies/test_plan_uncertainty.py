@@ -340,3 +340,27 @@ def test_an_over_plans_json_names_the_answers_gpus_and_cost() -> None:
     fleet = fleet_of({"a100-80gb": 13.50, "h100-80gb": 14.00})
     document = fleet.to_json_dict()
     assert (document["gpus"], document["cost_per_hour"]) == (2, 13.50)
+
+
+def test_of_two_equally_cheap_options_the_one_further_from_its_targets_is_the_answer() -> None:
+    from simsched.studies.bisection import Probe
+    from simsched.studies.slo import parse_slo
+
+    # both cost $68.80 with 2 replicas; sglang's TTFT is 5.5% under its 800 ms target (756 ms),
+    # trtllm's 77% under (184 ms): sglang comes first in --over, trtllm is the answer
+    slo = parse_slo("interactive.p99_ttft_ms<=800")
+
+    def option(engine: str, margin_ms: float) -> PlanResult:
+        probe = Probe(value=2, met=True, metrics={slo.key: 800 - margin_ms},
+                      margins={slo.key: margin_ms})  # fmt: skip
+        return PlanResult("cluster.replicas", "base", False, [1, 2], [slo],
+                          combo=(("cluster.engine", engine),), answer=2, probes=[probe],
+                          gpus=8, cost_per_hour=68.80)  # fmt: skip
+
+    plans = [option("sglang", 44.0), option("trtllm", 616.0)]
+    fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "cost", plans)
+    fleet.choose()
+    assert fleet.best.combo == (("cluster.engine", "trtllm"),)
+    assert runner_up_notes(fleet, 0.058)[1].endswith(
+        "the answer's thinnest SLO margin is wider (+77.0% against +5.5% of its target): weigh both"
+    )
