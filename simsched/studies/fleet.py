@@ -86,7 +86,7 @@ class FleetPlan:
             "cost": "the cheapest",
             "gpus": "the fewest GPUs",
         }[self.minimize]
-        fleet = f" ({best.gpus} GPUs, {_price(best.cost_per_hour)})" if best.gpus else ""
+        fleet = f" ({gpu_count(best.gpus)}, {_price(best.cost_per_hour)})" if best.gpus else ""
         self.message = (
             f"{what} meeting every SLO: {shown(best.combo)} with {self.knob}={best.answer}{fleet}"
         )
@@ -162,3 +162,8 @@ def thinnest_margin(plan: PlanResult) -> float:
         if margin is not None and not math.isnan(margin):
             shares.append(margin / abs(slo.limit) if slo.limit else margin)
     return min(shares, default=0.0)
+
+
+def gpu_count(gpus: int) -> str:
+    """`1 GPU`, `16 GPUs`."""
+    return f"{gpus} GPU{'s' * (gpus != 1)}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from simsched.results.tenants import SHARE_METRICS
 from simsched.studies.bisection import PlanResult, Probe, is_latency, sheds
-from simsched.studies.fleet import FleetPlan, shown
+from simsched.studies.fleet import FleetPlan, gpu_count, shown
 from simsched.studies.plan_numbers import margin_text, share_text
 from simsched.studies.probing import RULES
 
@@ -67,7 +67,7 @@ def fleet_notes(fleet: FleetPlan) -> list[str]:
     best = fleet.best
     if best is not None and best.gpus is not None:
         cost = "no price" if best.cost_per_hour is None else f"${best.cost_per_hour:.2f}/hour"
-        notes.append(f"at {fleet.knob}={best.answer}: {best.gpus} GPUs, {cost}")
+        notes.append(f"at {fleet.knob}={best.answer}: {gpu_count(best.gpus)}, {cost}")
     return notes
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from simsched.errors import InputError
 from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE, served
 from simsched.studies.bisection import PlanResult
-from simsched.studies.fleet import FleetPlan, shown, thinnest_margin
+from simsched.studies.fleet import FleetPlan, gpu_count, shown, thinnest_margin
 from simsched.studies.plan_numbers import share_text
 
 CALIBRATION_MEDIAN_ERROR = 0.058
@@ -186,7 +186,7 @@ def _measure_text(fleet: FleetPlan, plan: PlanResult) -> str:
     if fleet.minimize == "cost":
         return f"${plan.cost_per_hour:.2f}/hour"
     if fleet.minimize == "gpus":
-        return f"{plan.gpus} GPUs"
+        return gpu_count(plan.gpus)
     return f"{fleet.knob}={plan.answer}"
 
 
@@ -221,7 +221,7 @@ class Shifted:
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
-            "efficiency_shift": self.shift,
+            "efficiency_shift": round(self.shift, 9),  # -0.246, not -0.24600000000000002
             "answer": self.answer,
             "over": dict(self.combo) if self.combo else None,
             "cost_per_hour": self.cost_per_hour,
