@@ -57,7 +57,8 @@ def _preset(
     def resolve(value: Any) -> Any:
         if isinstance(value, dict) and "hf_config" in value:  # {hf_config: path, ...overrides}
             rest = {k: v for k, v in value.items() if k != "hf_config"}
-            base = presets.from_hf_config(str(value["hf_config"]))
+            stated = "weight_dtype" in rest or "moe" in rest  # the file's quantization aside
+            base = presets.from_hf_config(str(value["hf_config"]), precision_stated=stated)
             return _overridden(base, rest, blocks, f"the hf_config file {value['hf_config']}")
         if isinstance(value, dict) and "preset" in value:  # {preset: name, ...overrides}
             rest = {k: v for k, v in value.items() if k != "preset"}

@@ -123,7 +123,7 @@ _SHAPE_FIELDS = {
 _OPTIONAL_FIELDS = {"num_key_value_heads": 2**20, "head_dim": 2**20}  # null or absent: derived
 
 
-def from_hf_config(path: str) -> dict[str, Any]:
+def from_hf_config(path: str, precision_stated: bool = False) -> dict[str, Any]:
     """A model mapping from a Hugging Face `config.json` of a dense decoder (Llama-like), or of
     a Mixture-of-Experts one (hf_moe.py).
 
@@ -135,7 +135,8 @@ def from_hf_config(path: str) -> dict[str, Any]:
     raw = _read_hf_config(path)
     source, path = path, display_path(path)  # messages show it as the user would type it
     _check_dtype_names(raw, path)
-    quant_method(raw, path)  # one simsched reads, or refused
+    if not precision_stated:  # the mapping beside it states the precision the file cannot
+        quant_method(raw, path)  # one simsched reads, or refused
     from simsched.config import hf_moe  # it computes with moe_shapes, which imports this module
 
     if hf_moe.is_moe(raw):
@@ -206,15 +207,17 @@ def quant_method(raw: dict[str, Any], path: str) -> str | None:
     quant = raw.get("quantization_config")
     if quant is None:
         return None
-    method = quant.get("quant_method") if isinstance(quant, dict) else None
+    if not isinstance(quant, dict):
+        raise ValueError(f"{path}: quantization_config must be a mapping with a quant_method")
+    method = quant.get("quant_method")
     if isinstance(method, str) and method in READ_QUANT_METHODS:
         family = READ_QUANT_METHODS[method]
         if family is None or family == raw.get("model_type"):
             return method
     raise ValueError(
         f"{path}: quantization_config.quant_method {method!r} is not one simsched reads "
-        "(fp8; mxfp4 for gpt-oss): remove quantization_config from the file and state the "
-        "precisions in the model mapping (weight_dtype, moe.expert_dtype, moe.fp4_format)"
+        "(fp8; mxfp4 for gpt-oss): state the weights' precision beside hf_config in the model "
+        "mapping (weight_dtype, or a moe block with expert_dtype and fp4_format)"
     )
 
 

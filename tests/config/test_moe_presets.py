@@ -17,6 +17,7 @@ from simsched.config import presets
 from simsched.config.hardware import ModelSpec
 from simsched.config.model_presets import from_hf_config
 from simsched.config.moe_shapes import active_params
+from simsched.errors import InputError
 
 DEEPSEEK = {
     "model_type": "deepseek_v3",
@@ -332,3 +333,24 @@ def test_an_fp8_quantization_config_gives_fp8_weights(config: dict, tmp_path: Pa
     fp8 = {**config, "quantization_config": {"quant_method": "fp8"}}
     path.write_text(json.dumps(fp8), "utf-8")
     assert from_hf_config(str(path))["weight_dtype"] == "fp8"
+
+
+def test_a_precision_stated_beside_hf_config_stands_for_an_unread_quantization(
+    tmp_path: Path,
+) -> None:
+    from simsched.config.loading import load_scenario
+
+    # ModelOpt's NVFP4 gpt-oss: refused alone, read when the mapping states the precision
+    folder = tmp_path / "oss"
+    folder.mkdir()
+    quant = {"quant_method": "modelopt", "quant_algo": "NVFP4"}
+    (folder / "config.json").write_text(json.dumps({**GPT_OSS_120B, "quantization_config": quant}))
+    burst = Path(__file__).resolve().parents[2] / "calibration" / "scenarios" / "fixed_burst.yaml"
+    path = folder / "config.json"
+    with pytest.raises(InputError, match="is not one simsched reads"):
+        load_scenario(burst, [f"cluster.model={{hf_config: {path}}}", "cluster.gpu=b200"])
+    moe = ("{experts: 128, experts_per_token: 4, expert_ffn: 2880, router_bias: true, "
+           "expert_bias: true, expert_dtype: fp4, fp4_format: nvfp4}")  # fmt: skip
+    stated = f"cluster.model={{hf_config: {path}, moe: {moe}}}"
+    model = load_scenario(burst, [stated, "cluster.gpu=b200"]).cluster.model
+    assert (model.moe.expert_dtype, model.moe.fp4_format) == ("fp4", "nvfp4")
