@@ -117,14 +117,12 @@ def plan(
     from simsched.outputs.report.plan_plots import write_plan_report
     from simsched.studies.grid import parse_grid
     from simsched.studies.plan import plan as run_plan
-    from simsched.studies.plan_inputs import check_over_values
 
     if (vary is None) == (maximize is None):
         raise InputError(str(file), "--vary", "give either --vary PATH or --maximize PATH")
     knob = vary or maximize
     _check_over_count(file, set_, over or [], variant)
     grid = parse_grid(over or [], "--over", str(file))
-    check_over_values(grid, str(file))
     if report is not None:  # before the long part, as `scenario --report` does
         _check_report(report, file, set_, grid, variant)
     line = ProgressLine("plan")

@@ -57,7 +57,7 @@ def _preset(
     def resolve(value: Any) -> Any:
         if isinstance(value, dict) and "hf_config" in value:  # {hf_config: path, ...overrides}
             rest = {k: v for k, v in value.items() if k != "hf_config"}
-            stated = "weight_dtype" in rest or "moe" in rest  # the file's quantization aside
+            stated = _states_precision(rest)  # the file's quantization aside
             base = presets.from_hf_config(str(value["hf_config"]), precision_stated=stated)
             return _overridden(base, rest, blocks, f"the hf_config file {value['hf_config']}")
         if isinstance(value, dict) and "preset" in value:  # {preset: name, ...overrides}
@@ -74,6 +74,15 @@ def _preset(
         return {"name": value, **table[value]}
 
     return resolve
+
+
+def _states_precision(mapping: dict[str, Any]) -> bool:
+    """Whether a model mapping beside `hf_config` states the weights' precision: a
+    `weight_dtype`, or a `moe` block with an `expert_dtype` (a key present but null, or a block
+    without it, states nothing)."""
+    moe = mapping.get("moe")
+    experts = moe.get("expert_dtype") if isinstance(moe, dict) else None
+    return mapping.get("weight_dtype") is not None or experts is not None
 
 
 def _overridden(

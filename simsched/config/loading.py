@@ -99,19 +99,20 @@ def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -
     except ValidationError as exc:
         error = pick_error(exc.errors())
     owner = versions[-1][0]
-    for flag, raw in reversed(versions[:-1]):  # back while the versions have it
-        if not _same_error(_first_error(raw), error):
+    for flag, raw in reversed(versions[:-1]):  # back while the versions have it, first or not
+        if not any(_same_error(other, error) for other in _errors(raw)):
             break
         owner = flag
     raise input_error(error, label, owner, Scenario)
 
 
-def _first_error(raw: dict[str, Any]) -> dict[str, Any] | None:
+def _errors(raw: dict[str, Any]) -> list[dict[str, Any]]:
     try:
         Scenario.model_validate(raw)
     except ValidationError as exc:
-        return pick_error(exc.errors())
-    return None
+        errors = exc.errors()
+        return [pick_error(errors), *errors]  # the one reported, and every other
+    return []
 
 
 def _same_error(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:

@@ -92,7 +92,8 @@ def _stand_in_notes(result: SimulationResult) -> list[str]:
     untimed = [v for v in result.variants if not result.facts[v].per_token_timing]
     if not untimed:
         return []
-    who = f"variant {', '.join(untimed)}: " if len(result.variants) > 1 else ""
+    some = len(untimed) < len(result.variants)  # else every variant: no need to name them
+    who = f"variant {', '.join(untimed)}: " if some else ""
     return [
         f"{who}the token server times no tokens: TPOT, goodput and SLO attainment here "
         "(tenants, capacity) come from a stand-in finish, the end of each request's KV hold "

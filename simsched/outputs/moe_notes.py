@@ -523,10 +523,13 @@ def _vllm_judged(pool: Any) -> bool:
     engine = getattr(getattr(pool, "engine", None), "name", None)
     if preset_name(model) != JUDGED_ON_VLLM or engine not in VLLM_ENGINES:
         return False
-    if expert_precision(model) != "fp4":  # the sweep served the MXFP4 checkpoint
+    # the sweep served the MXFP4 checkpoint, its experts on BF16 inputs (vLLM's default)
+    if expert_precision(model) != "fp4" or model.moe.fp4_format != "mxfp4":
         return False
-    inputs = getattr(getattr(pool, "moe_serving", None), "expert_activations", None)
-    if inputs not in (None, "bf16"):
+    serving = getattr(pool, "moe_serving", None) or NO_EXPERT_PARALLELISM
+    gpu = getattr(pool, "gpu", None)
+    inputs = with_engine_choices(serving, getattr(pool, "engine", None), gpu, model)
+    if inputs.expert_activations not in (None, "bf16"):
         return False
     return engine is not None or configuration_note(pool) is None
 

@@ -154,13 +154,14 @@ def _price(cost_per_hour: float | None) -> str:
 
 def thinnest_margin(plan: PlanResult) -> float:
     """The answer's smallest SLO margin as a share of its target (0 where unknown): how close
-    the answer came to missing."""
+    the answer came to missing. A target of 0 (`all.shed_rate<=0`) has no share to give and
+    plays no part (its margin is 0 whenever it is met)."""
     probe = plan.at_answer
     shares = []
     for slo in plan.slos:
         margin = None if probe is None else probe.margins.get(slo.key)
-        if margin is not None and not math.isnan(margin):
-            shares.append(margin / abs(slo.limit) if slo.limit else margin)
+        if margin is not None and not math.isnan(margin) and slo.limit:
+            shares.append(margin / abs(slo.limit))
     return min(shares, default=0.0)
 
 

@@ -121,7 +121,9 @@ def check_choices(minimize: str, rule: str, seeds: int, jobs: int, label: str) -
 
 
 def check_over(over: dict[str, list] | None, knob: str, flag: str, seeds: int, label: str):
-    """`--over` may not set what another flag sets: one of the two would be silently lost."""
+    """`--over` may not set what another flag sets: one of the two would be silently lost; and
+    its values are plain and each given once (`check_over_values`)."""
+    check_over_values(over or {}, label)
     if knob == "seed" and seeds > 1:  # each run's own seed would replace the varied one
         raise InputError(
             label,

@@ -196,13 +196,15 @@ def _worse_text(fleet: FleetPlan, other: PlanResult) -> str:
     share = worse_by(fleet, other)
     percent = "" if share is None else f" ({share_text(share, signed=True)})"
     best = fleet.best
+    if share == 0:
+        return f"the same {_MEASURES[fleet.minimize] if fleet.minimize != 'value' else fleet.knob}"
     if fleet.minimize == "cost":
         return f"+${other.cost_per_hour - best.cost_per_hour:.2f}/hour{percent}"
     if fleet.minimize == "gpus" and other.gpus is not None and best.gpus is not None:
         return f"{other.gpus - best.gpus:+d} GPUs{percent}"
     if share is None:
         return f"not comparable by {_MEASURES[fleet.minimize]}"
-    return f"the same {fleet.knob}" if share == 0 else _gap_text(fleet, share)
+    return _gap_text(fleet, share)
 
 
 def _source(margin: float) -> str:

@@ -379,3 +379,12 @@ def test_over_takes_plain_values_each_once(simsched_cli) -> None:
     twice = simsched_cli("plan", fleet, "--over", "cluster.engine=trtllm,trtllm", *base)
     assert twice.code == 2
     assert twice.err.rstrip().endswith("--over cluster.engine: trtllm is given twice")
+
+
+def test_an_error_behind_another_is_still_the_flag_that_brought_it(simsched_cli) -> None:
+    # seed=-1 is an error of its own, reported before load_scale's; --set seed=0 mends it, not
+    # load_scale's, which --set load_scale=-1 brought in and nothing took away
+    steady = REPO / "scenarios" / "steady_mix.yaml"
+    flags = ("--set", "load_scale=-1", "--set", "seed=-1", "--set", "seed=0")
+    run = simsched_cli("validate", steady, *flags)
+    assert run.err.startswith(f"{steady}: --set load_scale=-1: load_scale: ")

@@ -357,3 +357,8 @@ def test_a_precision_stated_beside_hf_config_stands_for_an_unread_quantization(
     stated = f"cluster.model={{hf_config: {path}, moe: {moe}}}"
     model = load_scenario(burst, [stated, "cluster.gpu=b200"]).cluster.model
     assert (model.moe.expert_dtype, model.moe.fp4_format) == ("fp4", "nvfp4")
+    # a key present but stating nothing does not stand for the file's quantization
+    unstated = moe.replace(", expert_dtype: fp4, fp4_format: nvfp4", "")
+    for mapping in (f"moe: {unstated}", "weight_dtype: null", "moe: null"):
+        with pytest.raises(InputError, match="is not one simsched reads"):
+            load_scenario(burst, [f"cluster.model={{hf_config: {path}, {mapping}}}"])

@@ -87,3 +87,20 @@ def test_the_json_slo_says_whether_every_tenant_met_its_targets(make_scenario) -
     verdict = summary_document(result)["slo"]["base"]
     assert verdict["met"] is True and verdict["every_tenant_met"] is False
     assert result.slo["base"].get("every_tenant_met") is None  # the result's own is untouched
+
+
+def test_the_json_and_summary_file_carry_the_tables_notes(tmp_path: Path, simsched_cli) -> None:
+    table = simsched_cli("scenario", SCENARIO)
+    printed = json.loads(simsched_cli("scenario", SCENARIO, "--format", "json").out)
+    assert simsched_cli("scenario", SCENARIO, "--out", tmp_path / "out").code == 0
+    written = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    notes = [line.removeprefix("note: ") for line in table.out.splitlines() if line[:6] == "note: "]
+    assert notes  # the study sheds: its table says so
+    assert printed["notes"] == written["notes"]
+    # every table note, then the JSON's own: its token server's stand-in figures
+    assert printed["notes"][: len(notes)] == notes
+    assert printed["notes"][len(notes) :] == [
+        "the token server times no tokens: TPOT, goodput and SLO attainment here (tenants, "
+        "capacity) come from a stand-in finish, the end of each request's KV hold (the table "
+        "prints TPOT and goodput n/a)"
+    ]

@@ -192,17 +192,18 @@ def test_the_vllm_judgement_is_of_the_mxfp4_checkpoint_only() -> None:
     from simsched.config.loading import load_scenario
     from simsched.outputs import moe_notes
 
-    # gpt-oss-120b with BF16 experts is another model to the judgement: InferenceMAX served
-    # the MXFP4 checkpoint
+    # gpt-oss-120b with BF16 experts, or NVFP4 ones (FP4 inputs on vLLM), is another model to
+    # the judgement: InferenceMAX served the MXFP4 checkpoint on BF16 inputs
     burst = ROOT / "calibration" / "scenarios" / "fixed_burst.yaml"
     bf16 = (
         "cluster.model={preset: gpt-oss-120b, moe: {experts: 128, experts_per_token: 4, "
         "expert_ffn: 2880, router_bias: true, expert_bias: true, expert_dtype: bf16}}"
     )
-    for model in ("cluster.model=gpt-oss-120b", bf16):
+    nvfp4 = bf16.replace("expert_dtype: bf16", "expert_dtype: fp4, fp4_format: nvfp4")
+    for model in ("cluster.model=gpt-oss-120b", bf16, nvfp4):
         sets = [model, "cluster.gpu=h200", "cluster.tp=4", "cluster.engine=vllm"]
         cluster = load_scenario(burst, sets).cluster
         judged = any(
             n.startswith(moe_notes.VLLM_GPT_OSS_NOTE) for n in moe_notes._notes_for(cluster)
         )
-        assert judged == (model != bf16)
+        assert judged == (model == "cluster.model=gpt-oss-120b"), model

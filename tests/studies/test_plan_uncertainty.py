@@ -107,7 +107,7 @@ def test_an_equal_gpu_count_is_a_tie_the_answer_does_not_hide() -> None:
     # says nothing about which is better; sglang's 24 is 50% more, outside 17.4%
     fleet = gpu_fleet({"vllm": 16, "sglang": 24, "trtllm": 16})
     notes = runner_up_notes(fleet, 0.174)
-    assert notes[0] == "runner-up: cluster.engine=trtllm with cluster.replicas=16, +0 GPUs (+0.0%)"
+    assert notes[0] == "runner-up: cluster.engine=trtllm with cluster.replicas=16, the same GPUs"
     assert notes[1:] == [
         "tie: cluster.engine=trtllm with cluster.replicas=16 does as well as the answer "
         "cluster.engine=vllm with cluster.replicas=16 by GPUs (16 GPUs); the answer is the first "
@@ -358,6 +358,15 @@ def test_of_two_equally_cheap_options_the_one_further_from_its_targets_is_the_an
                           gpus=8, cost_per_hour=68.80)  # fmt: skip
 
     plans = [option("sglang", 44.0), option("trtllm", 616.0)]
+    fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "cost", plans)
+    fleet.choose()
+    assert fleet.best.combo == (("cluster.engine", "trtllm"),)
+    # a zero target (no shedding at all) has no share to give: its margin, 0 for both, does not
+    # hide the TTFT margins
+    guard = parse_slo("all.shed_rate<=0")
+    for engine in plans:
+        engine.slos.append(guard)
+        engine.probes[0].margins[guard.key] = 0.0
     fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "cost", plans)
     fleet.choose()
     assert fleet.best.combo == (("cluster.engine", "trtllm"),)
