@@ -99,10 +99,13 @@ def _validate_versions(versions: list[tuple[str, dict[str, Any]]], label: str) -
     except ValidationError as exc:
         error = pick_error(exc.errors())
     owner = versions[-1][0]
-    for flag, raw in reversed(versions[:-1]):  # back while the versions have it, first or not
-        if not any(_same_error(other, error) for other in _errors(raw)):
-            break
-        owner = flag
+    for flag, raw in reversed(versions[:-1]):  # back to the last version without it
+        errors = _errors(raw)
+        if not errors:
+            break  # valid: the error came after it
+        if any(_same_error(other, error) for other in errors):
+            owner = flag
+        # failing otherwise says nothing: a field's error hides the model's own checks
     raise input_error(error, label, owner, Scenario)
 
 
@@ -116,7 +119,12 @@ def _errors(raw: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _same_error(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
-    return a is not None and (a["loc"], a["type"], a["msg"]) == (b["loc"], b["type"], b["msg"])
+    """The same error: at the same place, of the same kind and words, and (for a plain value)
+    of the same value: seed -1 and seed -2 are two errors, made by two flags."""
+    if a is None or (a["loc"], a["type"], a["msg"]) != (b["loc"], b["type"], b["msg"]):
+        return False
+    values = (a.get("input"), b.get("input"))
+    return any(isinstance(v, dict | list) for v in values) or values[0] == values[1]
 
 
 # Resolving validates every variant, which is the slow part of loading a large scenario, and a

@@ -146,6 +146,10 @@ def check_over_values(over: dict[str, list], label: str) -> None:
     (setting, value) pairs the plan compares and names, which a mapping or a list cannot be
     (a sweep's `--grid` takes them); a value given twice would be a tie with itself."""
     for path, values in over.items():
+        if not isinstance(values, list | tuple):
+            raise InputError(
+                label, f"--over {path}", f"takes a list of values, not the {type(values).__name__}"
+            )
         for value in values:
             if isinstance(value, dict | list):
                 raise InputError(

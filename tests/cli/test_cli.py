@@ -388,3 +388,12 @@ def test_an_error_behind_another_is_still_the_flag_that_brought_it(simsched_cli)
     flags = ("--set", "load_scale=-1", "--set", "seed=-1", "--set", "seed=0")
     run = simsched_cli("validate", steady, *flags)
     assert run.err.startswith(f"{steady}: --set load_scale=-1: load_scale: ")
+    # a field's error (seed -1) hides the cluster's own checks: that version says nothing of
+    # replicas, which --set cluster.replicas=100000 brought in
+    fleet = REPO / "scenarios" / "fleet_planning.yaml"
+    flags = ("--set", "cluster.replicas=100000", "--set", "seed=-1", "--set", "seed=0")
+    run = simsched_cli("validate", fleet, *flags)
+    assert run.err.startswith(f"{fleet}: --set cluster.replicas=100000: cluster.replicas ")
+    # the value in effect is the last flag's: seed -2, not -1
+    run = simsched_cli("validate", steady, "--set", "seed=-1", "--set", "seed=-2")
+    assert run.err.startswith(f"{steady}: --set seed=-2: seed: ")

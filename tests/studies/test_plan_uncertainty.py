@@ -373,3 +373,23 @@ def test_of_two_equally_cheap_options_the_one_further_from_its_targets_is_the_an
     assert runner_up_notes(fleet, 0.058)[1].endswith(
         "the answer's thinnest SLO margin is wider (+77.0% against +5.5% of its target): weigh both"
     )
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"cluster.gpu": "h200"}, "--over cluster.gpu: takes a list of values, not the str"),
+        ({"cluster.tp": {1, 2}}, "--over cluster.tp: takes a list of values, not the set"),
+        ({"cluster.tp": [1, 1]}, "--over cluster.tp: 1 is given twice"),
+        ({"cluster.engine": [{"name": "trtllm"}, "vllm"]}, "takes plain values"),
+    ],
+    ids=["text", "set", "twice", "mapping"],
+)
+def test_the_python_plan_checks_over_as_the_cli_does(over: dict, message: str) -> None:
+    from simsched.errors import InputError
+    from simsched.studies.plan import plan as run_plan
+
+    scenario = REPO / "scenarios" / "fleet_planning.yaml"
+    with pytest.raises(InputError) as caught:
+        run_plan(scenario, "cluster.replicas", "1:2", ["all.shed_rate<=0.5"], over=over)
+    assert message in str(caught.value)
