@@ -22,7 +22,7 @@ from simsched.outputs.moe_notes import moe_notes
 from simsched.outputs.provisioned_table import autoscaled_variants
 from simsched.results.backlog import had_backlog
 from simsched.results.frames import SimulationResult, admitted
-from simsched.results.utilisation import SKEW_LIMIT, skewed, skewed_pools
+from simsched.results.utilisation import SKEW_LIMIT, skewed, skewed_pools, skewed_replicas
 
 LISTED = 4  # replicas shown one by one; more show as lowest..highest
 NO_BACKLOG = "no gateway backlog: the policy made no decisions"
@@ -166,8 +166,9 @@ def skew_note(who: str, usage: dict[str, Any]) -> str:
     `cluster.pools`): the busiest sets latency."""
     where = []
     for pool, skew in skewed_pools(usage):
-        across = "replicas" if pool is None else f"pool {pool}'s replicas"
-        where.append(f"across {across}: the busiest took {skew:.2f}x the mean of requests")
+        where.append(
+            f"across {skewed_replicas(pool)}: the busiest took {skew:.2f}x the mean of requests"
+        )
     return (
         f"{who}load is skewed {'; '.join(where)} (more than {SKEW_LIMIT:g}x); its latency is "
         "the busiest replica's"

@@ -283,22 +283,26 @@ def _precision(dtype: str | None) -> str:
 
 def _is_its_preset(model: Any) -> bool:
     """Whether `model` is a preset as shipped, up to its weight, experts' and KV precision."""
-    name = preset_name(model)
-    return name is not None and _is_preset(model, name)
+    return bool(_presets_alike(model))
 
 
 def preset_name(model: Any) -> str | None:
-    """The name the MoE checks know `model` by: a preset it is as shipped up to its precisions,
-    one a case checks first, then its own (a model read from its config.json, `hf_config`, is
+    """The name the MoE checks know `model` by: a preset it is as shipped up to its precisions
+    (`_presets_alike`), else its own name (None without a model)."""
+    alike = _presets_alike(model)
+    return alike[0] if alike else getattr(model, "name", None)
+
+
+def _presets_alike(model: Any) -> list[str]:
+    """The presets `model` is as shipped up to its precisions: one a case checks first, then
+    its own name, then the table's order (a model read from its config.json, `hf_config`, is
     named after its folder; DeepSeek-V3 and -R1 share a shape, so R1's checks speak for V3, as
-    named or imported); else its own name (None without a model)."""
+    named or imported)."""
     name = getattr(model, "name", None)
     if name is None:
-        return None
+        return []
     alike = [other for other in presets.MODEL_PRESETS if _is_preset(model, other)]
-    # a checked name first, then its own, then the table's order (sorted is stable)
-    alike.sort(key=lambda other: (other not in CHECKED_NAMES, other != name))
-    return alike[0] if alike else name
+    return sorted(alike, key=lambda other: (other not in CHECKED_NAMES, other != name))
 
 
 def _is_preset(model: Any, name: str) -> bool:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from simsched.results.percentiles import nearest_rank
 from simsched.results.rounding import python_round
+from simsched.results.utilisation import request_skew
 
 DIGITS = 4
 
@@ -40,12 +41,9 @@ def add_pool_figures(usage: dict[str, Any], layout: list, transfers: Any) -> dic
         if role != "decode":
             entry_counts += placed
             # the pool's own router balances these: its skew, as the run's below
-            own = sum(placed) / len(placed) if placed else 0
-            pools[name]["request_skew"] = round(max(placed) / own, DIGITS) if own else None
+            pools[name]["request_skew"] = request_skew(placed)
         first += count
-    mean = sum(entry_counts) / len(entry_counts) if entry_counts else 0
-    skew = round(max(entry_counts) / mean, DIGITS) if mean else None
-    figures = {**usage, "request_skew": skew, "pools": pools}
+    figures = {**usage, "request_skew": request_skew(entry_counts), "pools": pools}
     if transfers is not None and transfers.ms:
         figures["kv_transfer"] = transfer_summary(transfers)
     return figures

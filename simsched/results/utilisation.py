@@ -40,13 +40,19 @@ def utilisation_summary(usages: Sequence[Any], frame: pd.DataFrame) -> dict[str,
         str(index): _shares(span, [usage], count)
         for index, (usage, count) in enumerate(zip(usages, counts, strict=True))
     }
-    mean = sum(counts) / len(counts)
     return {
         "span_ms": round(span, 2),
         "replicas": replicas,
         "total": _shares(span, usages, sum(counts)),
-        "request_skew": round(max(counts) / mean, DIGITS) if mean else None,
+        "request_skew": request_skew(counts),
     }
+
+
+def request_skew(counts: Sequence[int]) -> float | None:
+    """The busiest replica's requests over the mean of `counts` (4 decimals); None when nothing
+    was placed: the run's, or on `cluster.pools` one pool's (results/pools.py)."""
+    mean = sum(counts) / len(counts) if counts else 0
+    return round(max(counts) / mean, DIGITS) if mean else None
 
 
 def _shares(span: float, usages: Sequence[Any], requests: int) -> dict[str, Any]:
@@ -89,3 +95,8 @@ def skewed_pools(summary: dict[str, Any] | None) -> list[tuple[str | None, float
     else:
         found = [(None, summary["request_skew"])]
     return [(name, skew) for name, skew in found if skew is not None and skew > SKEW_LIMIT]
+
+
+def skewed_replicas(pool: str | None) -> str:
+    """Where `skewed_pools` found the skew, in words: `replicas`, or `pool chat's replicas`."""
+    return "replicas" if pool is None else f"pool {pool}'s replicas"

@@ -17,7 +17,7 @@ from simsched.config.loading import resolve_variants
 from simsched.outputs.api_server_notes import api_server_notes
 from simsched.outputs.provisioned_table import autoscaled_variants
 from simsched.results.simulate import SimulationResult, simulate
-from simsched.results.utilisation import SKEW_LIMIT, skewed, skewed_pools
+from simsched.results.utilisation import SKEW_LIMIT, skewed, skewed_pools, skewed_replicas
 from simsched.studies.fleet import FleetPlan
 from simsched.studies.plan_numbers import share_text
 
@@ -87,14 +87,10 @@ def answer_probe_usage(fleet: FleetPlan) -> RunUsage | None:
 def skew_at_answer(usage: dict[str, Any]) -> str:
     """The skew note of a plan's answer, each skewed pool (or the run) with its own ratio."""
     where = "; ".join(
-        f"across {_replicas_of(pool)} (max/mean {skew:.2f})" for pool, skew in skewed_pools(usage)
+        f"across {skewed_replicas(pool)} (max/mean {skew:.2f})"
+        for pool, skew in skewed_pools(usage)
     )
     return (
         f"load is skewed at the answer {where}, above {SKEW_LIMIT:g}: the router concentrates "
         "requests; the busiest replica sets the latency"
     )
-
-
-def _replicas_of(pool: str | None) -> str:
-    """`replicas`, or `pool chat's replicas` on `cluster.pools` (skew is judged per pool)."""
-    return "replicas" if pool is None else f"pool {pool}'s replicas"

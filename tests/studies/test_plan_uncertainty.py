@@ -22,14 +22,22 @@ from simsched.studies.uncertainty import (
 REPO = Path(__file__).resolve().parents[2]
 
 
+def chosen(plans: list[PlanResult], minimize: str) -> FleetPlan:
+    """A plan over `plans` (their knob and direction), its choice made as `simsched plan` makes
+    it."""
+    first = plans[0]
+    fleet = FleetPlan(first.knob, "base", first.maximize, [], "interval", 1, minimize, plans)
+    fleet.choose()
+    return fleet
+
+
 def fleet_of(costs: dict[str, float | None]) -> FleetPlan:
     plans = [
         PlanResult("cluster.replicas", "base", False, [1, 2], [], combo=(("cluster.gpu", gpu),),
                    answer=None if cost is None else 2, gpus=2, cost_per_hour=cost)
         for gpu, cost in costs.items()
     ]  # fmt: skip
-    fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "cost", plans)
-    fleet.choose()
+    fleet = chosen(plans, "cost")
     return fleet
 
 
@@ -97,8 +105,7 @@ def gpu_fleet(gpus: dict[str, int | None]) -> FleetPlan:
                    gpus=n, cost_per_hour=None)
         for engine, n in gpus.items()
     ]  # fmt: skip
-    fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "gpus", plans)
-    fleet.choose()
+    fleet = chosen(plans, "gpus")
     return fleet
 
 
@@ -270,8 +277,7 @@ def value_fleet(answers: dict[str, float | None], maximize: bool) -> FleetPlan:
                    answer=value, gpus=None, cost_per_hour=None)
         for n, value in answers.items()
     ]  # fmt: skip
-    fleet = FleetPlan("load_scale", "base", maximize, [], "interval", 1, "value", plans)
-    fleet.choose()
+    fleet = chosen(plans, "value")
     return fleet
 
 
@@ -300,8 +306,7 @@ def test_equal_gpus_go_to_the_cheaper_and_the_tie_says_why() -> None:
                    answer=2, gpus=16, cost_per_hour=cost)
         for gpu, cost in (("h200", 100.88), ("h100-80gb", 98.46))
     ]  # fmt: skip
-    fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "gpus", plans)
-    fleet.choose()
+    fleet = chosen(plans, "gpus")
     assert fleet.best.combo == (("cluster.gpu", "h100-80gb"),)  # not the first in --over
     tie = runner_up_notes(fleet, 0.174)[1]
     assert tie.endswith(
@@ -325,8 +330,7 @@ def test_a_tie_with_an_unpriced_option_says_the_answer_has_a_price() -> None:
                    answer=2, gpus=16, cost_per_hour=cost)
         for gpu, cost in (("b200", None), ("h200", 100.88))
     ]  # fmt: skip
-    fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "gpus", plans)
-    fleet.choose()
+    fleet = chosen(plans, "gpus")
     assert fleet.best.combo == (("cluster.gpu", "h200"),)
     assert runner_up_notes(fleet, 0.174)[1].endswith(
         "the answer has a price and the other none: weigh both"
@@ -358,8 +362,7 @@ def test_of_two_equally_cheap_options_the_one_further_from_its_targets_is_the_an
                           gpus=8, cost_per_hour=68.80)  # fmt: skip
 
     plans = [option("sglang", 44.0), option("trtllm", 616.0)]
-    fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "cost", plans)
-    fleet.choose()
+    fleet = chosen(plans, "cost")
     assert fleet.best.combo == (("cluster.engine", "trtllm"),)
     # a zero target (no shedding at all) has no share to give: its margin, 0 for both, does not
     # hide the TTFT margins
@@ -367,8 +370,7 @@ def test_of_two_equally_cheap_options_the_one_further_from_its_targets_is_the_an
     for engine in plans:
         engine.slos.append(guard)
         engine.probes[0].margins[guard.key] = 0.0
-    fleet = FleetPlan("cluster.replicas", "base", False, [], "interval", 1, "cost", plans)
-    fleet.choose()
+    fleet = chosen(plans, "cost")
     assert fleet.best.combo == (("cluster.engine", "trtllm"),)
     assert runner_up_notes(fleet, 0.058)[1].endswith(
         "the answer's thinnest SLO margin is wider (+77.0% against +5.5% of its target): weigh both"
