@@ -24,12 +24,19 @@ Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 # Fitted together by `simsched calibrate` on 14 TensorRT-LLM MoE throughput cases and the 6
 # DeepSeek-R1 MTP-depth cases (docs/moe.md, "Calibration"; every cell of the TensorRT-LLM MoE
-# tables is now a case, on which they are off by 17.4%, median): the grouped GEMMs' two shares,
+# tables is now a case, on which they are off by 15.9%, median): the grouped GEMMs' two shares,
 # and the fixed kernel time of one MoE layer beyond a dense FFN's, µs per iteration ("Per-layer
 # kernel time")
 EXPERT_COMPUTE_EFFICIENCY = 0.611
 EXPERT_MEMORY_EFFICIENCY = 0.505
 MOE_LAYER_US = 39.9
+# the share of the GPU preset's link bandwidth (`link_gbps`) an all-to-all or AllGather of the
+# MoE layers' tokens moves at (docs/moe.md, "All-to-all link efficiency"): NCCL's all-gather
+# saturates at a bus bandwidth of about 360 GB/s on 8 H100s over NVLink, "exactly what we'd
+# expect on H100" (NVIDIA/nccl-tests issue 326, its maintainer), 0.8 of the 450 GB/s a
+# direction. Not fitted: a fit on the MoE cases drives it to 0.27, standing in for costs the
+# model lacks (docs/moe.md)
+ALLTOALL_LINK_EFFICIENCY = 0.8
 
 
 class MoeServingSpec(BaseModel):
@@ -42,6 +49,10 @@ class MoeServingSpec(BaseModel):
     imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] = 1.0
     # latency of one all-to-all (dispatch or combine); unset: `alltoall_latency_us` below
     alltoall_us: Annotated[float | None, Field(ge=0, le=1e6, allow_inf_nan=False)] = None
+    # the share of the link's bandwidth the exchange moves at: NCCL's all-to-all and AllGather
+    # reach well under the NVLink peak with many small messages (docs/moe.md, "All-to-all
+    # link efficiency")
+    link_efficiency: Share = ALLTOALL_LINK_EFFICIENCY
     # how attention-DP ranks exchange the MoE layers' tokens (docs/moe.md, "Iteration cost"):
     # `alltoall` sends each token to the ranks of its k experts (DeepEP, pplx, NCCL all-to-all);
     # `allgather` sends every token to every rank and reduce-scatters the outputs back, as
@@ -199,6 +210,7 @@ EXPERT_SETTINGS = (
     "ep",
     "imbalance",
     "alltoall_us",
+    "link_efficiency",
     "dispatch",
     "permute",
     "expert_activations",

@@ -67,8 +67,13 @@ def weight_bytes(model: Any) -> int:
 
 def full_attention_layers(model: Any) -> int:
     """Layers whose cache grows with the context: all but the sliding-window ones."""
+    return model.layers - sliding_window(model)[0]
+
+
+def sliding_window(model: Any) -> tuple[int, int]:
+    """(layers, window) of the model's sliding-window layers; (0, 0) when it has none."""
     window = getattr(model, "sliding_window", None)
-    return model.layers - (window.layers if window else 0)
+    return (window.layers, window.window) if window else (0, 0)
 
 
 def kv_bytes_per_token(model: Any) -> int:

@@ -101,7 +101,7 @@ class RooflineSplit:
 
     def prefill_own(self, tokens: int, pairs: int, cached: int) -> float:
         m = self.m
-        return m.pair_ms * pairs + m.kv_ms * (cached + tokens) + m.comm_ms * tokens
+        return m.attention_ms(tokens, pairs) + m.kv_ms * (cached + tokens) + m.comm_ms * tokens
 
     def decode_own(self, seqs: int, context: int) -> float:
         m = self.m
@@ -119,7 +119,7 @@ class RooflineSplit:
         """(compute, memory): time the tensor cores and HBM would need at the model's achieved
         rates, over the iteration's time."""
         m = self.m
-        compute = m.token_ms * tokens + m.head_ms * seqs + m.pair_ms * pairs
+        compute = m.token_ms * tokens + m.head_ms * seqs + m.attention_ms(tokens, pairs)
         memory = m.weights_ms + m.kv_ms * kv_tokens
         return min(1.0, compute / span), min(1.0, memory / span)
 

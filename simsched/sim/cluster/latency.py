@@ -20,6 +20,7 @@ import numpy as np
 
 from simsched.config import presets
 from simsched.config.model_presets import compute_dtype
+from simsched.config.moe_shapes import sliding_window
 
 SHORT_RUN = 48  # iterations; beyond this NumPy's fixed costs pay off
 
@@ -56,7 +57,8 @@ class RooflineLatency:
 
     gemm      = max((2 * body_params * tokens + 2 * vocab * hidden * decode_seqs) / compute,
                     weight_bytes / memory)
-    attention = 4 * layers * heads * head_dim * prefill_pairs / compute_attention
+    attention = 4 * heads * head_dim * (full_layers * prefill_pairs
+                                        + sliding_layers * windowed_pairs) / compute_attention
               + kv_bytes_per_token * (prefill_context + prefill_tokens + decode_context) / memory
     allreduce = 2 * layers * (allreduce_us + 2 (tp - 1) / tp * tokens * hidden * 2 B / link)
     cpu       = overhead_ms + per_seq_ms * decode_seqs
@@ -64,8 +66,10 @@ class RooflineLatency:
     The linear layers of a mixed batch run as one GEMM per weight matrix (one weight read for
     all its tokens), hence one max; attention runs as separate kernels after them, compute-bound
     for prefill chunks and memory-bound for decodes, so its time adds: a decode batch riding on
-    a prefill chunk pays for reading its KV cache. `compute` and `memory` are the GPU's peaks
-    (per precision) times their efficiencies. Every coefficient is precomputed in ms per unit.
+    a prefill chunk pays for reading its KV cache. A sliding-window layer (gpt-oss) attends to
+    at most `window` keys per query, so its prefill pairs are `windowed_pairs` below. `compute`
+    and `memory` are the GPU's peaks (per precision) times their efficiencies.
+    Every coefficient is precomputed in ms per unit.
     """
 
     def __init__(self, config: Any, gpu: Any, model: Any, tp: int, scale: float = 1.0) -> None:
@@ -91,7 +95,10 @@ class RooflineLatency:
             model.head_dim
         )
         attn_peak = peak_tflops(gpu, attn_dtype)
-        self.pair_ms = 4.0 * model.layers * q_width / (tp * attn_peak * 1e9 * attn_eff)
+        sliding_layers, self.window = sliding_window(model)
+        full_layers = model.layers - sliding_layers
+        self.pair_ms = 4.0 * full_layers * q_width / (tp * attn_peak * 1e9 * attn_eff)
+        self.window_pair_ms = 4.0 * sliding_layers * q_width / (tp * attn_peak * 1e9 * attn_eff)
         self.kv_ms = presets.kv_bytes_per_token(model) / bytes_per_ms
         reduces = 2 * model.layers if tp > 1 else 0
         ring = 2.0 * (tp - 1) / tp * model.hidden_size * 2  # bytes per token, BF16 activations
@@ -125,7 +132,26 @@ class RooflineLatency:
         tokens = prefill_tokens + decode_seqs
         gemm = maximum(self.token_ms * tokens + self.head_ms * decode_seqs, self.weights_ms)
         fixed = self.fixed_ms + (self.comm_ms * tokens + self.seq_ms * decode_seqs)
-        return gemm + self.pair_ms * prefill_pairs + fixed
+        return gemm + self.attention_ms(prefill_tokens, prefill_pairs) + fixed
+
+    def attention_ms(self, prefill_tokens: int, prefill_pairs: int) -> float:
+        """The prefill chunks' attention: every pair in a full-attention layer, the windowed
+        ones in a sliding-window layer (exactly `pair_ms * pairs` without such layers)."""
+        windowed = windowed_pairs(prefill_pairs, prefill_tokens, self.window)
+        return self.pair_ms * prefill_pairs + self.window_pair_ms * windowed
+
+
+def windowed_pairs(pairs: int, tokens: int, window: int) -> int:
+    """The (query, key) pairs a sliding-window layer attends in an iteration's prefill chunks:
+    each query sees at most `window` keys, so min(pairs, window * tokens).
+
+    Exact for a chunk that starts `window` or more tokens in (window * c) or ends by then (its
+    causal pairs); a chunk that starts at d < window and ends past it is over by at most
+    (window - d)(window - d - 1) / 2, and with several chunks in one iteration the bound adds at
+    most window^2 / 2 a chunk: for gpt-oss (window 128) 8,128 pairs against the >= 1M a long
+    chunk attends.
+    """
+    return min(pairs, window * tokens)
 
 
 def attention_dtype(model: Any) -> str:

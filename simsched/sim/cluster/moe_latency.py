@@ -17,7 +17,7 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
     reduces     = L * [attention group > 1] + (L - L_moe, or L with ep = 1) * [tp > 1]
                   all-reduces of 2 (g - 1)/g * hidden * 2 B per token over g GPUs
     all-to-all  = L_moe * sum over dispatch and combine of
-                  (alltoall_us + T/ep * c * hidden * b * (ep - 1)/ep / link)
+                  (alltoall_us + T/ep * c * hidden * b * (ep - 1)/ep / (link * link_efficiency))
                   (c: k copies a token for an all-to-all, ep for AllGather + ReduceScatter;
                    b: 2 bytes, q for a gathered dispatch of FP8 or FP4 expert inputs)
     kernels     = L_moe * layer_us                  the MoE layers' own kernels, every iteration
@@ -239,12 +239,14 @@ class MoeRooflineLatency:
         q_width = attention_of(model).query_width(model)
         dense_width = (model.heads or model.hidden_size // model.head_dim) * model.head_dim
         self.pair_ms = dense.pair_ms * q_width / dense_width
+        self.window = dense.window
+        self.window_pair_ms = dense.window_pair_ms * q_width / dense_width
         self.kv_ms = dense.kv_ms * kv_copies(model, tp, serving)
         # a decode's attention per cached token: its reads or its FLOPs, whichever is longer
         # (MLA's 128 heads share one latent: compute-bound; GQA's reads dominate). `queries`
         # tokens of a sequence attend to its context at once (k + 1 under speculative
         # decoding): one read of the context, `queries` times the FLOPs
-        per_flop_ms = dense.pair_ms / (4 * model.layers * dense_width)
+        per_flop_ms = (dense.pair_ms + dense.window_pair_ms) / (4 * model.layers * dense_width)
         attention = queries * attention_of(model).decode_flops(model)
         flops_ms = per_flop_ms * full_attention_layers(model) * attention
         self.decode_kv_ms = max(self.kv_ms, flops_ms)
@@ -266,7 +268,8 @@ class MoeRooflineLatency:
             attn_reduces * ring_bytes * (group - 1) / group / spec.attention_dp
             + ffn_reduces * ring_bytes * (tp - 1) / tp
         ) / link  # per token in the batch (attention groups work on their share at once)
-        self.ep, self.hidden, self.link_gbps = spec.ep, model.hidden_size, gpu.link_gbps
+        self.ep, self.hidden = spec.ep, model.hidden_size
+        self.link_gbps = gpu.link_gbps * spec.link_efficiency  # what the exchange reaches
         exchange = EXCHANGES[spec.dispatch]
         self.copies = exchange.copies(self.per_token, spec.ep)
         self.dispatch_bytes = exchange.dispatch_bytes(model, activations)
@@ -280,6 +283,8 @@ class MoeRooflineLatency:
             layout, model.hidden_size, quantized_bytes(model, activations)
         )
         self.copies_ms = self.moe_layers * copy_bytes * tp / bytes_per_ms
+
+    attention_ms = RooflineLatency.attention_ms  # the same split of full and windowed layers
 
     def weights_ms(self, tokens: Any, maximum: Callable = max) -> Any:
         distinct = distinct_experts(self.experts, self.per_token, tokens)
@@ -311,7 +316,7 @@ class MoeRooflineLatency:
         fixed = self.fixed_ms + (per_token * tokens + self.seq_ms * decode_seqs)
         return (
             gemm
-            + self.pair_ms * prefill_pairs
+            + self.attention_ms(prefill_tokens, prefill_pairs)
             + fixed
             + a2a
             + self.kv_ms * (prefill_context + prefill_tokens)

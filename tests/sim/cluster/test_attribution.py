@@ -35,6 +35,8 @@ TERMS = {
     "head_ms": 0.002,
     "weights_ms": 5.0,
     "pair_ms": 0.0001,
+    "window_pair_ms": 0.0,  # no sliding-window layers
+    "window": 0,
     "kv_ms": 0.0005,
     "comm_ms": 0.0,
     "seq_ms": 0.05,

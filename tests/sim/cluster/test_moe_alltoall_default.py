@@ -34,3 +34,25 @@ def test_a_given_alltoall_latency_wins_over_the_all_reduce() -> None:
     # only the 3 all-reduces move now
     assert decode_ms(50.0, pinned) - decode_ms(10.0, pinned) == pytest.approx(3 * 0.040, rel=1e-9)
     assert decode_ms(10.0, pinned) == decode_ms(10.0)  # the same value, given or assumed
+
+
+def test_the_link_efficiency_slows_the_exchanges_bytes_only() -> None:
+    # 64 decodes on DEP8: each GPU sends its 8 tokens' 8 copies, 7,168 BF16 values each, 7/8
+    # elsewhere: 802,816 bytes an exchange, 116 exchanges (58 MoE layers, dispatch and
+    # combine). At 0.4 of the link's 450 GB/s instead of the default 0.8 each takes twice as
+    # long; the latency and the dense layers' all-reduces stay
+    half = DEP8.model_copy(update={"link_efficiency": 0.4})
+    per_exchange = 64 / 8 * 8 * 7168 * 2 * 7 / 8
+    assert per_exchange == 802_816
+    assert decode_ms(30.2, half) - decode_ms(30.2) == pytest.approx(
+        116 * per_exchange / (0.8 * 450e6), rel=1e-9
+    )
+    assert decode_ms(50.0, half) - decode_ms(10.0, half) == pytest.approx(119 * 0.040, rel=1e-9)
+
+
+def test_the_link_efficiency_is_a_share() -> None:
+    from pydantic import ValidationError
+
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValidationError):
+            MoeServingSpec(link_efficiency=bad)

@@ -22,6 +22,10 @@ from tests.sim.cluster.test_roofline_physics import ONE_REQUEST, write_scenario
 ROOT = Path(__file__).resolve().parents[3]
 
 H200 = SimpleNamespace(**presets.GPU_PRESETS["h200"])
+# what an MoE exchange moves at, bytes/ms: 0.8 of the H200's 450 GB/s a direction (NCCL's
+# expected all-gather bus bandwidth on NVLink 4, moe_serving.ALLTOALL_LINK_EFFICIENCY); the
+# all-reduces move at the whole 450
+LINK = 0.8 * 450e6
 R1 = ModelSpec(name="deepseek-r1", **presets.MODEL_PRESETS["deepseek-r1"])
 
 
@@ -80,7 +84,7 @@ def test_an_fp8_models_gather_crosses_at_one_byte_and_its_combine_at_two() -> No
     plain = MoeRooflineLatency(config, H200, scout, 4, MoeServingSpec(ep=4, attention_dp=4))
     gathered = MoeRooflineLatency(config, H200, scout, 4, gather)
     assert (plain.dispatch_bytes, gathered.dispatch_bytes) == (2, 1)
-    exchanged = 48 * ((1_536_000 - 768_000) + (3_072_000 - 768_000)) / 450e6
+    exchanged = 48 * ((1_536_000 - 768_000) + (3_072_000 - 768_000)) / LINK
     # and the token copies in HBM (docs/moe.md, "Token copies in HBM"), a GPU's bytes: it
     # quantizes its own 100 tokens, (2 + 1) x 100 rows either way. The all-to-all delivers 100
     # FP8 copies, expanded (read and written, 1 x (100 + 100)) and summed back (2 x (100 +
@@ -101,7 +105,7 @@ def test_a_dep_iteration_pays_the_allgathers_extra_bytes(tmp_path: Path) -> None
     plain = MoeRooflineLatency(config, H200, scout, 4, MoeServingSpec(ep=4, attention_dp=4))
     gathered = MoeRooflineLatency(config, H200, scout, 4, gather)
     tokens = 400
-    exchanged = 2 * 48 * (3_072_000 - 768_000) / 450e6
+    exchanged = 2 * 48 * (3_072_000 - 768_000) / LINK
     # token copies in BF16 (no quantizing): 5,120 x (2 x (100 + 100) + 2 x (100 + 100)) =
     # 4,096,000 bytes a GPU after an all-to-all; after a gather the expand reads the 100 tokens
     # with a local expert and the sum writes all 400 rows: 5,120 x (2 x (100 + 100) + 2 x (100
@@ -130,7 +134,7 @@ def test_a_dep8_decode_iteration_by_hand() -> None:
     # collectives: attention is data-parallel (groups of 1 GPU), the 58 MoE layers all-to-all,
     # the 3 dense layers' FFNs all-reduce over the 8 GPUs
     reduces = 3 * (30.2 / 1000 + seqs * 2 * 7168 * 2 * 7 / 8 / 450e6)
-    a2a = 2 * 58 * (30.2 / 1000 + seqs / 8 * 8 * 7168 * 2 * 7 / 8 / 450e6)
+    a2a = 2 * 58 * (30.2 / 1000 + seqs / 8 * 8 * 7168 * 2 * 7 / 8 / LINK)
     cpu = 0.938 + 0.0968 * seqs
     kernels = 58 * 25.0 / 1000  # each of the 58 MoE layers' fixed kernel time
     # token copies: each GPU quantizes its own 64 / 8 tokens ((2 + 1) / 8 a token), gets
@@ -527,7 +531,7 @@ def test_a_compute_bound_prefill_chunk_pays_the_compute_share_only() -> None:
     per_ms = 8 * 1979e9 * presets.GPU_PRESETS["h200"]["compute_efficiency"]["fp8"]
     compute = 2 * (other + routed_active / 0.8) * tokens / per_ms
     assert compute > latency.weights_ms(tokens)  # every expert read once, at 0.3, is less
-    a2a = 2 * 58 * (30.2 / 1000 + tokens / 8 * 8 * 7168 * 2 * 7 / 8 / 450e6)
+    a2a = 2 * 58 * (30.2 / 1000 + tokens / 8 * 8 * 7168 * 2 * 7 / 8 / LINK)
     reduces = 3 * (30.2 / 1000 + tokens * 2 * 7168 * 2 * 7 / 8 / 450e6)
     kv = latency.kv_ms * tokens  # the chunk writes its own latents
     kernels = 58 * 20.0 / 1000

@@ -1,0 +1,86 @@
+"""A sliding-window layer's prefill attention: each query attends to at most `window` keys, so
+the layer's pairs are min(pairs, window x tokens) (latency.windowed_pairs), checked against a
+brute force over chunks and on a gpt-oss-120b iteration by hand."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from simsched.config import presets
+from simsched.config.hardware import ModelSpec, RooflineLatencyConfig
+from simsched.config.moe_serving import MoeServingSpec
+from simsched.sim.cluster.latency import windowed_pairs
+from simsched.sim.cluster.moe_latency import MoeRooflineLatency
+
+H200 = SimpleNamespace(**presets.GPU_PRESETS["h200"])
+WINDOW = 128
+
+
+def exact_windowed(done: int, chunk: int, window: int) -> int:
+    """Brute force: key positions 1..j for the query at position j, the last `window` of them."""
+    return sum(min(position, window) for position in range(done + 1, done + chunk + 1))
+
+
+def causal_pairs(done: int, chunk: int) -> int:
+    return chunk * done + chunk * (chunk + 1) // 2
+
+
+@pytest.mark.parametrize(
+    ("done", "chunk"),
+    [(0, 100), (0, 128), (128, 500), (4096, 8192), (20, 50), (0, 4096), (100, 1000)],
+)
+def test_one_chunks_windowed_pairs_against_a_brute_force(done: int, chunk: int) -> None:
+    bound = windowed_pairs(causal_pairs(done, chunk), chunk, WINDOW)
+    exact = exact_windowed(done, chunk, WINDOW)
+    if done >= WINDOW or done + chunk <= WINDOW:
+        assert bound == exact  # past the window, or inside it: exact
+    else:  # it starts inside the window and ends past it: over by a triangle at most
+        assert exact <= bound <= exact + (WINDOW - done) * (WINDOW - done - 1) // 2
+
+
+def test_a_4096_token_chunk_from_the_start_attends_128_keys_a_query() -> None:
+    # 4096 x 4097 / 2 = 8,390,656 causal pairs; 128 x 4096 = 524,288 windowed; exactly
+    # 128 x 129 / 2 + 128 x 3968 = 516,160, so the bound is over by 127 x 128 / 2 = 8,128
+    pairs = causal_pairs(0, 4096)
+    assert pairs == 8_390_656
+    assert windowed_pairs(pairs, 4096, WINDOW) == 524_288
+    assert exact_windowed(0, 4096, WINDOW) == 524_288 - 8_128
+
+
+def test_several_chunks_are_over_by_at_most_half_a_window_squared_each() -> None:
+    chunks = [(0, 60), (5000, 2000), (30, 300), (0, 4000)]
+    pairs = sum(causal_pairs(d, c) for d, c in chunks)
+    tokens = sum(c for _, c in chunks)
+    exact = sum(exact_windowed(d, c, WINDOW) for d, c in chunks)
+    assert exact <= windowed_pairs(pairs, tokens, WINDOW) <= exact + len(chunks) * WINDOW**2 // 2
+
+
+def test_gpt_oss_120b_sliding_layers_attend_within_their_window() -> None:
+    # gpt-oss-120b on one H200, BF16 cache (BF16 attention): 64 query heads x 64 = 4,096 wide.
+    # A pair costs 4 x 4,096 FLOPs a layer at 989.5 TFLOPS x 0.351. A 4,096-token chunk from
+    # the start: 18 full layers x 8,390,656 pairs + 18 sliding ones x 524,288
+    config = RooflineLatencyConfig(kind="roofline")
+    model = ModelSpec(name="gpt-oss-120b", **presets.MODEL_PRESETS["gpt-oss-120b"])
+    latency = MoeRooflineLatency(config, H200, model, 1, MoeServingSpec())
+    per_pair_layer_ms = 4 * 4096 / (989.5e9 * 0.351)
+    expected = per_pair_layer_ms * (18 * 8_390_656 + 18 * 524_288)
+    assert latency.attention_ms(4096, 8_390_656) == pytest.approx(expected, rel=1e-12)
+    # every layer full: the same chunk would cost 36 x 8,390,656 pairs
+    unwindowed = model.model_copy(update={"sliding_window": None})
+    full = MoeRooflineLatency(config, H200, unwindowed, 1, MoeServingSpec())
+    assert full.attention_ms(4096, 8_390_656) == pytest.approx(
+        per_pair_layer_ms * 36 * 8_390_656, rel=1e-12
+    )
+    # decodes attend no new pairs: the term is nothing
+    assert latency.attention_ms(0, 0) == 0.0
+
+
+def test_a_model_without_sliding_layers_pays_every_pair_exactly_as_before() -> None:
+    # the windowed term adds exactly 0.0: pair_ms x pairs, bit for bit
+    config = RooflineLatencyConfig(kind="roofline")
+    mixtral = ModelSpec(name="mixtral-8x7b", **presets.MODEL_PRESETS["mixtral-8x7b"])
+    latency = MoeRooflineLatency(config, H200, mixtral, 1, MoeServingSpec())
+    assert latency.window == 0 and latency.window_pair_ms == 0.0
+    assert latency.attention_ms(4096, 8_390_656) == latency.pair_ms * 8_390_656
