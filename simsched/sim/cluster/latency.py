@@ -137,8 +137,12 @@ class RooflineLatency:
     def attention_ms(self, prefill_tokens: int, prefill_pairs: int) -> float:
         """The prefill chunks' attention: every pair in a full-attention layer, the windowed
         ones in a sliding-window layer (exactly `pair_ms * pairs` without such layers)."""
-        windowed = windowed_pairs(prefill_pairs, prefill_tokens, self.window)
-        return self.pair_ms * prefill_pairs + self.window_pair_ms * windowed
+        full = self.pair_ms * prefill_pairs
+        if not self.window:  # every layer full: the common case, on the hot path
+            return full
+        return full + self.window_pair_ms * windowed_pairs(
+            prefill_pairs, prefill_tokens, self.window
+        )
 
 
 def windowed_pairs(pairs: int, tokens: int, window: int) -> int:
