@@ -14,9 +14,8 @@ import typer
 
 from simsched.cli.options import ANSWER_IS_NO, FileArg, Format, SetOption, named_by
 from simsched.errors import InputError
-from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE
+from simsched.outputs.area_errors import DENSE_MEDIAN_SHARE, MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE
 from simsched.outputs.progress import ProgressLine
-from simsched.studies.uncertainty import CALIBRATION_MEDIAN_ERROR
 
 
 def plan(
@@ -101,7 +100,7 @@ def plan(
             help="Options within PCT% of the answer's cost are near-ties, and an answer whose "
             "SLO margin or headroom is within PCT% is called thin (default: the largest median "
             "error of the calibration areas the judged model is in: "
-            f"{100 * CALIBRATION_MEDIAN_ERROR:.1f} for any model, {100 * MOE_MEDIAN_SHARE:.1f} "
+            f"{100 * DENSE_MEDIAN_SHARE:.1f} for any model, {100 * MOE_MEDIAN_SHARE:.1f} "
             f"for an MoE model; speculative decoding's area, {100 * SPEC_MEDIAN_SHARE:.1f}, is "
             "below both).",
             show_default=False,

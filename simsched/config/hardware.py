@@ -99,6 +99,21 @@ class ModelSpec(Spec):
             )
         return self
 
+    @model_validator(mode="after")
+    def _a_full_attention_layer_remains(self) -> ModelSpec:
+        # the KV blocks and the attention count the full-attention layers only (docs/moe.md):
+        # with none left a sequence's cache would take no blocks, and more than `layers` would
+        # make the full layers' costs negative
+        window = self.sliding_window
+        if window is not None and window.layers >= self.layers:
+            raise SubfieldError(
+                "sliding_window.layers",
+                f"{window.layers} sliding-window layers leave none of the model's {self.layers} "
+                "attending to the whole context, and simsched counts the cache of those only: "
+                "give fewer, or leave sliding_window out to count every layer's cache in full",
+            )
+        return self
+
 
 def expert_precision(model: Any) -> str | None:
     """The routed experts' weight precision: `moe.expert_dtype`, else the model's weights'

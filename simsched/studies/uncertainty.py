@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from simsched.errors import InputError
+from simsched.outputs.area_errors import DENSE_MEDIAN_SHARE
 from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE, served
 from simsched.studies.bisection import PlanResult
 from simsched.studies.fleet import FleetPlan, gpu_count, shown, thinnest_margin
 from simsched.studies.plan_numbers import share_text
 
-CALIBRATION_MEDIAN_ERROR = 0.058
+CALIBRATION_MEDIAN_ERROR = DENSE_MEDIAN_SHARE
 MARGIN_SOURCE = "the calibration's median absolute error, docs/continuous_batching.md, Fidelity"
 # An MoE or speculative model is also checked against its own calibration area: its near-ties
 # are judged at the largest median error of the areas that apply (dense, MoE, speculative).

@@ -119,7 +119,8 @@ class RooflineSplit:
         """(compute, memory): time the tensor cores and HBM would need at the model's achieved
         rates, over the iteration's time."""
         m = self.m
-        compute = m.token_ms * tokens + m.head_ms * seqs + m.attention_ms(tokens, pairs)
+        # `tokens` counts the decodes too; the window bounds the prefill tokens' pairs only
+        compute = m.token_ms * tokens + m.head_ms * seqs + m.attention_ms(tokens - seqs, pairs)
         memory = m.weights_ms + m.kv_ms * kv_tokens
         return min(1.0, compute / span), min(1.0, memory / span)
 

@@ -152,8 +152,8 @@ def windowed_pairs(pairs: int, tokens: int, window: int) -> int:
     Exact for a chunk that starts `window` or more tokens in (window * c) or ends by then (its
     causal pairs); a chunk that starts at d < window and ends past it is over by at most
     (window - d)(window - d - 1) / 2, and with several chunks in one iteration the bound adds at
-    most window^2 / 2 a chunk: for gpt-oss (window 128) 8,128 pairs against the >= 1M a long
-    chunk attends.
+    most window^2 / 2 a chunk: for gpt-oss (window 128) 8,128 pairs against the 524,288 a
+    4,096-token chunk attends in such a layer.
     """
     return min(pairs, window * tokens)
 

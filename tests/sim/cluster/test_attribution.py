@@ -132,3 +132,20 @@ def test_fast_forward_on_and_off_give_the_same_ledger(make_scenario) -> None:
     ledger = on.chargeback
     assert sum(ledger.prefill_ms) + sum(ledger.decode_ms) == pytest.approx(busy, rel=1e-9)
     assert ledger.gpus_per_replica == 2
+
+
+def test_sliding_window_layers_charge_their_windowed_pairs_to_the_chunk() -> None:
+    # the chargeback's split of a model with sliding layers: pair_ms covers the full layers,
+    # window_pair_ms the sliding ones, at most `window` keys a query. A 100-token chunk after
+    # 10,000 cached tokens attends 100 x 10,000 + 100 x 101 / 2 = 1,005,050 pairs in a full
+    # layer and 128 x 100 = 12,800 in a sliding one
+    latency = roofline(**{**TERMS, "window_pair_ms": 0.00005, "window": 128})
+    split = RooflineSplit(latency)
+    pairs = 100 * 10_000 + 100 * 101 // 2
+    attention = 0.0001 * pairs + 0.00005 * 12_800
+    assert split.prefill_own(100, pairs, 10_000) == pytest.approx(
+        attention + 0.0005 * (10_000 + 100)
+    )
+    # with 500 decodes beside it the window still bounds the 100 prefill tokens only
+    compute, _ = split.utilisation(600, pairs, 10_100, 500, 1000.0)
+    assert compute == pytest.approx((0.01 * 600 + 0.002 * 500 + attention) / 1000.0)

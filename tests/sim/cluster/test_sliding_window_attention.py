@@ -84,3 +84,61 @@ def test_a_model_without_sliding_layers_pays_every_pair_exactly_as_before() -> N
     latency = MoeRooflineLatency(config, H200, mixtral, 1, MoeServingSpec())
     assert latency.window == 0 and latency.window_pair_ms == 0.0
     assert latency.attention_ms(4096, 8_390_656) == latency.pair_ms * 8_390_656
+
+
+def test_a_gpt_oss_iteration_charges_its_sliding_layers_the_windowed_pairs() -> None:
+    # the whole iteration, not the term alone: a 4,096-token chunk from the start with 32
+    # decodes riding on it. Against the same model with every layer full, the iteration is
+    # shorter by exactly the sliding layers' pairs beyond their window:
+    # 18 x (8,390,656 - 524,288) pairs at 4 x 4,096 FLOPs each, 989.5 TFLOPS x 0.351
+    config = RooflineLatencyConfig(kind="roofline")
+    model = ModelSpec(name="gpt-oss-120b", **presets.MODEL_PRESETS["gpt-oss-120b"])
+    full_model = model.model_copy(update={"sliding_window": None})
+    windowed = MoeRooflineLatency(config, H200, model, 1, MoeServingSpec())
+    full = MoeRooflineLatency(config, H200, full_model, 1, MoeServingSpec())
+    # the KV reads count the full-attention layers' cache only in both (the unwindowed twin
+    # holds all 36 layers'): compare with no cached context so only the pairs differ
+    args = (4096, 8_390_656, 0, 32, 0)
+    per_pair_layer_ms = 4 * 4096 / (989.5e9 * 0.351)
+    kv_extra = (full.kv_ms - windowed.kv_ms) * 4096  # the twin's 18 more layers of writes
+    saved = per_pair_layer_ms * 18 * (8_390_656 - 524_288)
+    assert full.iteration_ms(*args) - windowed.iteration_ms(*args) == pytest.approx(
+        saved + kv_extra, rel=1e-9
+    )
+
+
+def test_a_dense_model_with_sliding_layers_pays_the_same_windowed_pairs() -> None:
+    # the dense roofline (latency.RooflineLatency): Llama 3 8B given 16 sliding layers of a
+    # 128-token window, one H200 at BF16: 32 query heads x 128 = 4,096 wide. A 1,000-token
+    # chunk after 5,000 cached tokens: 1,000 x 5,000 + 1,000 x 1,001 / 2 = 5,500,500 pairs in
+    # the 16 full layers, 128 x 1,000 = 128,000 in the 16 sliding ones
+    from simsched.sim.cluster.latency import RooflineLatency
+
+    config = RooflineLatencyConfig(kind="roofline")
+    shape = {**presets.MODEL_PRESETS["llama-3-8b"], "sliding_window": {"layers": 16, "window": 128}}
+    model = ModelSpec(name="llama-3-8b", **shape)
+    latency = RooflineLatency(config, H200, model, 1)
+    per_pair_layer_ms = 4 * 4096 / (989.5e9 * 0.351)
+    pairs = 1000 * 5000 + 1000 * 1001 // 2
+    assert pairs == 5_500_500
+    expected = per_pair_layer_ms * (16 * 5_500_500 + 16 * 128_000)
+    no_attention = latency.context_free_ms(1000, 0, 0)
+    assert latency.context_free_ms(1000, pairs, 0) - no_attention == pytest.approx(
+        expected, rel=1e-9
+    )
+
+
+def test_sliding_layers_must_leave_a_full_attention_layer(simsched_cli, tmp_path) -> None:
+    # the blocks count the full layers' cache only: none left would hold no blocks, more than
+    # the model has would make its costs negative
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: s\ntenants:\n  - id: a\n    arrivals: {kind: periodic, interval_ms: 10, count: 2}\n"
+        "    prefill_tokens: 10\n    decode_tokens: 2\ncluster:\n"
+        "  service_model: continuous_batching\n"
+        "  model: {preset: llama-3-8b, sliding_window: {layers: 32, window: 128}}\n"
+    )
+    result = simsched_cli("scenario", str(scenario))
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "cluster.model.sliding_window.layers" in line and "none of the model's 32" in line
