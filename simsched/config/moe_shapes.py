@@ -76,6 +76,13 @@ def sliding_window(model: Any) -> tuple[int, int]:
     return (window.layers, window.window) if window else (0, 0)
 
 
+def sliding_cache_bytes(model: Any) -> int:
+    """Bytes a sequence holds in its sliding-window layers once past the window: layers x
+    window x the kind's elements x precision (not counted in the KV blocks, docs/moe.md)."""
+    layers, window = sliding_window(model)
+    return int(layers * window * attention_of(model).kv_elements(model) * dtype_bytes(model, "kv"))
+
+
 def kv_bytes_per_token(model: Any) -> int:
     """KV-cache bytes one token adds: full-attention layers x the kind's elements x precision.
 

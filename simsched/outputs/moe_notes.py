@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simsched.config import presets
+from simsched.config import moe_shapes, presets
 from simsched.config.hardware import GpuSpec, ModelSpec, expert_precision
 from simsched.config.model_presets import compute_dtype
 from simsched.config.moe_serving import (
@@ -578,10 +578,7 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
     if vllm_judged:
         notes.append(VLLM_GPT_OSS_NOTE + _serial_clause(pool))
     if getattr(model, "sliding_window", None) is not None:
-        notes.append(
-            "sliding-window layers: their bounded cache (window tokens a sequence) is not "
-            "counted in the KV blocks nor read per iteration"
-        )
+        notes.append(sliding_window_note(model))
     if speculative is not None:
         notes.append(
             "speculative decoding: a fixed mean acceptance for every request; its step is "
@@ -590,3 +587,19 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
             "on them): other models, drafters and loads are unchecked"
         )
     return notes
+
+
+def sliding_window_note(model: Any) -> str:
+    """What the sliding-window layers are charged, and what their uncounted cache amounts to:
+    as many tokens of the counted (full layers') cache as it takes, so a sequence of L tokens
+    holds that share more than its blocks say."""
+    layers, window = moe_shapes.sliding_window(model)
+    held = moe_shapes.sliding_cache_bytes(model)
+    tokens = held / moe_shapes.kv_bytes_per_token(model)
+    return (
+        f"sliding-window layers: {layers} attend to the last {window} tokens only (their "
+        f"prefill attention is counted so); their cache, {held / 1e6:.1f} MB a sequence, is not "
+        f"counted in the KV blocks nor read per iteration: as much as {tokens:.0f} tokens of the "
+        f"counted cache, so a sequence of L tokens holds {tokens:.0f} / L more than its blocks "
+        "say (docs/moe.md)"
+    )

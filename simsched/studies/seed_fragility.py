@@ -78,7 +78,7 @@ def thin_answer_note(
     move this scenario's latency model (roofline only). None otherwise."""
     if fleet.seeds <= 1 or (thin := thin_figures(fleet, threshold)) is None:
         return None
-    why = "the latency model's median error on this kind of model" if measured else "--tie-margin"
+    why = "the calibration's median error for this kind of model" if measured else "--tie-margin"
     note = (
         f"a near-tie: {thin}, within the {share_text(threshold)} tie margin ({why}), so a model "
         "error of that size can move the answer"

@@ -251,7 +251,13 @@ def model_error_note(fleet: FleetPlan, error: float, moved: list[Shifted]) -> st
         else "the answer does not survive: size for the pessimistic case, or measure"
     )
     parts = "; ".join(f"efficiencies {share_text(m.shift, signed=True)}: {m.text}" for m in moved)
-    return f"model error +-{share_text(error)}: {parts}; {verdict}"
+    # say what the shift leaves alone: a plan sensitive to those (an unfitted MoE link share,
+    # CPU time) is not covered by it
+    scope = (
+        " (it moves the roofline's compute and memory efficiencies only, not its fixed "
+        "latencies, link transfers or CPU time)"
+    )
+    return f"model error +-{share_text(error)}: {parts}; {verdict}{scope}"
 
 
 EFFICIENCY_SCALE = "cluster.efficiency_scale"

@@ -66,7 +66,7 @@ def test_a_thin_answer_on_several_seeds_is_called_a_near_tie() -> None:
     note = thin_answer_note(fleet_with(0.17, seeds=3), CALIBRATION_MEDIAN_ERROR)
     assert note == (
         "a near-tie: margin +<0.1% (interactive.p99_ttft_ms), within the 5.8% tie margin (the "
-        "latency model's median error on this kind of model), so a model error of that size "
+        "calibration's median error for this kind of model), so a model error of that size "
         "can move the answer: rerun with --model-error 5.8 to see where it goes"
     )
     # 30 ms of 500 = 6.0%: wider than the margin, no note; one seed: the one-seed note's case

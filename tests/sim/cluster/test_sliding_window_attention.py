@@ -142,3 +142,16 @@ def test_sliding_layers_must_leave_a_full_attention_layer(simsched_cli, tmp_path
     assert result.code == 2
     (line,) = result.err.strip().splitlines()
     assert "cluster.model.sliding_window.layers" in line and "none of the model's 32" in line
+
+
+def test_the_note_sizes_the_uncounted_sliding_cache_by_hand() -> None:
+    # gpt-oss-120b, BF16 cache: 18 sliding layers x 128 tokens x (2 x 8 KV heads x 64) x 2 B =
+    # 4,718,592 bytes a sequence; a token of the 18 full layers takes 18 x 2,048 = 36,864
+    # bytes, so the uncounted cache is as much as 128 counted tokens
+    from simsched.outputs.moe_notes import sliding_window_note
+
+    model = ModelSpec(name="gpt-oss-120b", **presets.MODEL_PRESETS["gpt-oss-120b"])
+    assert 18 * 128 * 2 * 8 * 64 * 2 == 4_718_592 and 4_718_592 / 36_864 == 128
+    note = sliding_window_note(model)
+    assert "18 attend to the last 128 tokens only" in note
+    assert "4.7 MB a sequence" in note and "as much as 128 tokens of the counted cache" in note
