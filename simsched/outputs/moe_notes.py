@@ -596,10 +596,12 @@ def sliding_window_note(model: Any) -> str:
     layers, window = moe_shapes.sliding_window(model)
     held = moe_shapes.sliding_cache_bytes(model)
     tokens = held / moe_shapes.kv_bytes_per_token(model)
+    # a sequence shorter than the window holds L tokens a sliding layer: sliding / full layers
+    shorter = layers / (model.layers - layers)
     return (
         f"sliding-window layers: {layers} attend to the last {window} tokens only (their "
-        f"prefill attention is counted so); their cache, {held / 1e6:.1f} MB a sequence, is not "
-        f"counted in the KV blocks nor read per iteration: as much as {tokens:.0f} tokens of the "
-        f"counted cache, so a sequence of L tokens holds {tokens:.0f} / L more than its blocks "
-        "say (docs/moe.md)"
+        f"prefill attention is counted so); their cache, {held / 1e6:.3g} MB a sequence, is not "
+        f"counted in the KV blocks nor read per iteration: as much as {tokens:.3g} tokens of "
+        f"the counted cache, so a sequence of L >= {window} tokens holds {tokens:.3g} / L more "
+        f"than its blocks say, a shorter one {shorter:.0%} more (docs/moe.md)"
     )

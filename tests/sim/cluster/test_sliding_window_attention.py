@@ -154,4 +154,22 @@ def test_the_note_sizes_the_uncounted_sliding_cache_by_hand() -> None:
     assert 18 * 128 * 2 * 8 * 64 * 2 == 4_718_592 and 4_718_592 / 36_864 == 128
     note = sliding_window_note(model)
     assert "18 attend to the last 128 tokens only" in note
-    assert "4.7 MB a sequence" in note and "as much as 128 tokens of the counted cache" in note
+    assert "4.72 MB a sequence" in note and "as much as 128 tokens of the counted cache" in note
+    # shorter than the window, a sequence holds L tokens in each of the 18 sliding layers as in
+    # each of the 18 full ones: as much again as its blocks
+    assert "L >= 128 tokens holds 128 / L more" in note and "a shorter one 100% more" in note
+
+
+def test_the_note_keeps_small_caches_readable() -> None:
+    # Llama 3 8B with one sliding layer of a 7-token window in FP8: 7 x 2 x 8 x 128 x 1 B =
+    # 14,336 bytes, as much as 7 / 31 = 0.226 tokens of the 31 full layers' cache
+    from simsched.outputs.moe_notes import sliding_window_note
+
+    shape = {
+        **presets.MODEL_PRESETS["llama-3-8b"],
+        "kv_dtype": "fp8",
+        "sliding_window": {"layers": 1, "window": 7},
+    }
+    note = sliding_window_note(ModelSpec(name="llama-3-8b", **shape))
+    assert "0.0143 MB a sequence" in note and "as much as 0.226 tokens" in note
+    assert "a shorter one 3% more" in note  # 1 / 31
