@@ -20,6 +20,8 @@ from simsched.config.moe_serving import (
 from simsched.config.pools import pools_of
 from simsched.outputs.area_errors import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE
 
+# what `--model-error` (cluster.efficiency_scale) leaves alone, in every note that names it
+MODEL_ERROR_LEAVES = "not its fixed latencies, link transfers or CPU time"
 # the MoE and speculative areas' median absolute errors (area_errors.py)
 MOE_MEDIAN_ERROR = f"{MOE_MEDIAN_SHARE:.1%}"
 # Judged only (calibration/inferencemax_gpt_oss.yaml, `--no-fit`): vLLM 0.13 serving gpt-oss-120b
@@ -338,8 +340,8 @@ def configuration_note(pool: Any) -> str | None:
         f"this configuration ({checked.label}) is checked on {how}, against the "
         f"{MOE_MEDIAN_ERROR} of all MoE runs the default margins use; "
         f"{_model_error_advice(checked)}"
-        f"{likelier.get(side, '')} (it moves the roofline's shares only, capped at 1, not its "
-        "fixed latencies, link transfers or CPU time; docs/moe.md, Calibration)"
+        f"{likelier.get(side, '')} (it moves the roofline's shares only, capped at 1, "
+        f"{MODEL_ERROR_LEAVES}; docs/moe.md, Calibration)"
     )
 
 
@@ -597,7 +599,7 @@ def sliding_window_note(model: Any) -> str:
     held = moe_shapes.sliding_cache_bytes(model)
     tokens = held / moe_shapes.kv_bytes_per_token(model)
     # a sequence shorter than the window holds L tokens a sliding layer: sliding / full layers
-    shorter = layers / (model.layers - layers)
+    shorter = layers / moe_shapes.full_attention_layers(model)
     return (
         f"sliding-window layers: {layers} attend to the last {window} tokens only (their "
         f"prefill attention is counted so); their cache, {held / 1e6:.3g} MB a sequence, is not "

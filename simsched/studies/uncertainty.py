@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from simsched.errors import InputError
-from simsched.outputs.area_errors import DENSE_MEDIAN_SHARE
-from simsched.outputs.moe_notes import MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE, served
+from simsched.outputs.area_errors import DENSE_MEDIAN_SHARE, MOE_MEDIAN_SHARE, SPEC_MEDIAN_SHARE
+from simsched.outputs.moe_notes import MODEL_ERROR_LEAVES, served
 from simsched.studies.bisection import PlanResult
 from simsched.studies.fleet import FleetPlan, gpu_count, shown, thinnest_margin
 from simsched.studies.plan_numbers import share_text
@@ -253,10 +253,7 @@ def model_error_note(fleet: FleetPlan, error: float, moved: list[Shifted]) -> st
     parts = "; ".join(f"efficiencies {share_text(m.shift, signed=True)}: {m.text}" for m in moved)
     # say what the shift leaves alone: a plan sensitive to those (an unfitted MoE link share,
     # CPU time) is not covered by it
-    scope = (
-        " (it moves the roofline's compute and memory efficiencies only, not its fixed "
-        "latencies, link transfers or CPU time)"
-    )
+    scope = f" (it moves the roofline's compute and memory efficiencies only, {MODEL_ERROR_LEAVES})"
     return f"model error +-{share_text(error)}: {parts}; {verdict}{scope}"
 
 

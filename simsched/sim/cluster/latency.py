@@ -94,11 +94,11 @@ class RooflineLatency:
         q_width = (getattr(model, "heads", None) or model.hidden_size // model.head_dim) * (
             model.head_dim
         )
-        attn_peak = peak_tflops(gpu, attn_dtype)
+        attn_per_ms = tp * peak_tflops(gpu, attn_dtype) * 1e9 * attn_eff
         sliding_layers, self.window = sliding_window(model)
         full_layers = model.layers - sliding_layers
-        self.pair_ms = 4.0 * full_layers * q_width / (tp * attn_peak * 1e9 * attn_eff)
-        self.window_pair_ms = 4.0 * sliding_layers * q_width / (tp * attn_peak * 1e9 * attn_eff)
+        self.pair_ms = 4.0 * full_layers * q_width / attn_per_ms
+        self.window_pair_ms = 4.0 * sliding_layers * q_width / attn_per_ms
         self.kv_ms = presets.kv_bytes_per_token(model) / bytes_per_ms
         reduces = 2 * model.layers if tp > 1 else 0
         ring = 2.0 * (tp - 1) / tp * model.hidden_size * 2  # bytes per token, BF16 activations
