@@ -24,12 +24,12 @@ Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 # Fitted together by `simsched calibrate` on 14 TensorRT-LLM MoE throughput cases and the 6
 # DeepSeek-R1 MTP-depth cases (docs/moe.md, "Calibration"; every cell of the TensorRT-LLM MoE
-# tables is now a case, on which they are off by 15.9%, median): the grouped GEMMs' two shares,
-# and the fixed kernel time of one MoE layer beyond a dense FFN's, µs per iteration ("Per-layer
-# kernel time")
-EXPERT_COMPUTE_EFFICIENCY = 0.611
-EXPERT_MEMORY_EFFICIENCY = 0.505
-MOE_LAYER_US = 39.9
+# tables is now a case, on which they are off by 14.5%, median), with the grouped GEMMs' tile
+# padding counted (`EXPERT_TILE_ROWS`): the grouped GEMMs' two shares, and the fixed kernel
+# time of one MoE layer beyond a dense FFN's, µs per iteration ("Per-layer kernel time")
+EXPERT_COMPUTE_EFFICIENCY = 0.7448
+EXPERT_MEMORY_EFFICIENCY = 0.5616
+MOE_LAYER_US = 42.88
 # the share of the GPU preset's link bandwidth (`link_gbps`) an all-to-all or AllGather of the
 # MoE layers' tokens moves at (docs/moe.md, "All-to-all link efficiency"): NCCL's all-gather
 # saturates at a bus bandwidth of about 360 GB/s on 8 H100s over NVLink, "exactly what we'd
@@ -37,6 +37,12 @@ MOE_LAYER_US = 39.9
 # direction. Not fitted: a fit on the MoE cases drives it to 0.27, standing in for costs the
 # model lacks (docs/moe.md)
 ALLTOALL_LINK_EFFICIENCY = 0.8
+# the token rows of one tile of a grouped GEMM (docs/moe.md, "Tile padding"): every grouped-GEMM
+# tile TensorRT-LLM's MoE chooses from on Hopper is 128 or 256 token rows tall
+# (cutlass_kernels/cutlass_heuristic.cpp, `get_candidate_tiles_sm90` for GROUPED_GEMM:
+# CtaShape128x16x128B ... CtaShape256x128x128B), and vLLM's Triton fused_moe pads each expert's
+# rows to a multiple of its BLOCK_SIZE_M (`moe_align_block_size`). Not fitted
+EXPERT_TILE_ROWS = 128
 
 
 class MoeServingSpec(BaseModel):
@@ -82,6 +88,10 @@ class MoeServingSpec(BaseModel):
     # Fitted on the TensorRT-LLM MoE cases (calibration/moe_experts.yaml)
     expert_compute_efficiency: Share = EXPERT_COMPUTE_EFFICIENCY
     expert_memory_efficiency: Share = EXPERT_MEMORY_EFFICIENCY
+    # token rows a grouped GEMM's tile computes at once: each expert with tokens computes its last
+    # tile whole, on average half a tile of rows beyond its own (at most as many again as it
+    # has); 0 computes its rows only (docs/moe.md, "Tile padding")
+    expert_tile_rows: Annotated[int, Field(ge=0, le=4096)] = EXPERT_TILE_ROWS
     # both shares at once (the single share of earlier versions); a share written beside it
     # (other than its default, which a re-validated dump carries) would be ignored: refused
     expert_efficiency: Share | None = None
@@ -217,6 +227,7 @@ EXPERT_SETTINGS = (
     "expert_compute_efficiency",
     "expert_memory_efficiency",
     "expert_efficiency",
+    "expert_tile_rows",
     "layer_us",
 )
 

@@ -6,8 +6,10 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
     weights(T)  = static_bytes + replicated
                   + L_moe * min(E, imbalance * distinct(T)) * expert_bytes / x_mem
     flops(T)    = 2 * (other_active + routed_active * r / x_flop) * T + 2 * vocab * hidden * D
+                  + 2 * L_moe * expert_params * r / x_flop * padding(T)
                   (r: the model's GEMM rate over the experts' input precision's, peak x share;
                    1 unless `expert_activations` names another precision)
+    padding(T)  = min(k * T, tile / 2 * distinct(T))   rows the experts' last tiles add
     gemm        = max(flops(T) / compute, weights(T) / memory)
                   (x_flop, x_mem: expert_compute_efficiency, expert_memory_efficiency)
     attention   = as the dense roofline, with MLA's query width, and the KV reads times the GPUs
@@ -69,6 +71,14 @@ def distinct_experts(experts: int, per_token: int, tokens: Any) -> Any:
     """Expected distinct experts that `tokens` tokens choose, each `per_token` of `experts`,
     under uniform routing: an expert is missed by one token with probability 1 - k/E."""
     return experts * (1.0 - (1.0 - per_token / experts) ** tokens)
+
+
+def padding_rows(per_token: int, tokens: Any, distinct: Any, tile_rows: int) -> Any:
+    """Token rows one MoE layer's grouped GEMMs compute beyond the routed ones (docs/moe.md,
+    "Tile padding"): each expert with tokens computes its last tile of `tile_rows` whole, half a
+    tile beyond its rows on average, and at most as many again as it has (k T over the
+    distinct experts), where a tile taller than its rows gives way to a smaller one."""
+    return min(per_token * tokens, tile_rows / 2 * distinct)
 
 
 def alltoall_ms(
@@ -235,6 +245,11 @@ class MoeRooflineLatency:
             config, gpu, activations, scale
         )
         self.token_ms = per_param_ms * (other + routed_active * ratio / spec.compute_share)
+        # one routed row (a token at one expert) through every MoE layer, at the experts' rate:
+        # what each row of tile padding costs
+        expert_row = self.moe_layers * expert_params(moe, model.hidden_size)
+        self.row_ms = per_param_ms * expert_row * ratio / spec.compute_share
+        self.tile_rows = spec.expert_tile_rows
         self.head_ms = dense.head_ms
         q_width = attention_of(model).query_width(model)
         dense_width = (model.heads or model.hidden_size // model.head_dim) * model.head_dim
@@ -287,7 +302,10 @@ class MoeRooflineLatency:
     attention_ms = RooflineLatency.attention_ms  # the same split of full and windowed layers
 
     def weights_ms(self, tokens: Any, maximum: Callable = max) -> Any:
-        distinct = distinct_experts(self.experts, self.per_token, tokens)
+        return self._weights_of(distinct_experts(self.experts, self.per_token, tokens))
+
+    def _weights_of(self, distinct: Any) -> Any:
+        """The weights' read time when `distinct` experts a layer take tokens."""
         read = self.imbalance * distinct
         # at most every expert once (the busiest GPU holds E / ep of them)
         if isinstance(read, float):
@@ -306,7 +324,10 @@ class MoeRooflineLatency:
         maximum: Callable = max,
     ) -> Any:
         tokens = prefill_tokens + decode_seqs
-        gemm = maximum(self.token_ms * tokens + self.head_ms * decode_seqs, self.weights_ms(tokens))
+        distinct = distinct_experts(self.experts, self.per_token, tokens)
+        padding = padding_rows(self.per_token, tokens, distinct, self.tile_rows)
+        flops = self.token_ms * tokens + self.head_ms * decode_seqs + self.row_ms * padding
+        gemm = maximum(flops, self._weights_of(distinct))
         exchange = (tokens, self.copies, self.hidden, self.ep, self.alltoall_us, self.link_gbps)
         # dispatch, then combine (the same bytes unless the dispatch is quantized)
         a2a = self.moe_layers * (

@@ -396,6 +396,7 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (cluster("  moe_serving: {expert_compute_efficiency: 0}"), "expert_compute_efficiency"),
         (cluster("  moe_serving: {expert_memory_efficiency: 1.5}"), "expert_memory_efficiency"),
         (cluster("  moe_serving: {layer_us: -1}"), "cluster.moe_serving.layer_us"),
+        (cluster("  moe_serving: {expert_tile_rows: -1}"), "cluster.moe_serving.expert_tile_rows"),
         (
             cluster("  moe_serving: {ep: 8, dispatch: allgather}"),
             "cluster.moe_serving.dispatch: allgather gathers the attention-DP ranks' tokens",
@@ -429,6 +430,10 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (
             "  service_model: continuous_batching\n  moe_serving: {layer_us: 10}",
             "layer_us (10.0) applies to the routed experts",
+        ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {expert_tile_rows: 64}",
+            "expert_tile_rows (64) applies to the routed experts",
         ),
         # the dense roofline costs attention over all tp GPUs: attention DP would only move
         # memory, so it is refused as well
@@ -529,7 +534,12 @@ def test_a_compute_bound_prefill_chunk_pays_the_compute_share_only() -> None:
     routed_active = 58 * 8 * 3 * 7168 * 2048
     other = R1.params - 2 * head - 58 * 256 * 3 * 7168 * 2048
     per_ms = 8 * 1979e9 * presets.GPU_PRESETS["h200"]["compute_efficiency"]["fp8"]
+    # every one of the 256 experts takes tokens, and computes half a 128-row tile beyond them:
+    # 64 x 256 = 16,384 rows a layer at the experts' share
+    padding = 64 * 256
+    expert_row = 58 * 3 * 7168 * 2048
     compute = 2 * (other + routed_active / 0.8) * tokens / per_ms
+    compute += 2 * expert_row / 0.8 * padding / per_ms
     assert compute > latency.weights_ms(tokens)  # every expert read once, at 0.3, is less
     a2a = 2 * 58 * (30.2 / 1000 + tokens / 8 * 8 * 7168 * 2 * 7 / 8 / LINK)
     reduces = 3 * (30.2 / 1000 + tokens * 2 * 7168 * 2 * 7 / 8 / 450e6)

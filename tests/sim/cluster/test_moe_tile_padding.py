@@ -1,0 +1,82 @@
+"""Tile padding of the routed experts' grouped GEMMs (docs/moe.md, "Tile padding"): each expert
+with tokens computes its last tile whole, half a tile of rows beyond its own on average, at most
+as many again as it has. By hand, against a sampled routing, and in whole iterations."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from simsched.config import presets
+from simsched.config.hardware import ModelSpec, RooflineLatencyConfig
+from simsched.config.moe_serving import EXPERT_TILE_ROWS, MoeServingSpec
+from simsched.sim.cluster.moe_latency import MoeRooflineLatency, distinct_experts, padding_rows
+
+H200 = SimpleNamespace(**presets.GPU_PRESETS["h200"])
+MIXTRAL = ModelSpec(name="mixtral-8x7b", **presets.MODEL_PRESETS["mixtral-8x7b"])
+CONFIG = RooflineLatencyConfig(kind="roofline")
+
+
+def test_padding_rows_by_hand() -> None:
+    # Mixtral's 8 experts at 4,096 tokens all take tokens (about 1,024 rows each): half a
+    # 128-row tile beyond each, 8 x 64 = 512 rows
+    assert padding_rows(2, 4096, 8.0, 128) == 512
+    # DeepSeek-R1's 256 experts at 8,192 tokens: 256 x 64 = 16,384 rows
+    assert padding_rows(8, 8192, 256.0, 128) == 16_384
+    # one decoding token's 2 experts hold 1 row each: at most as many rows again (a tile taller
+    # than an expert's rows gives way to a smaller one), so 2 rows, not 2 x 64
+    assert padding_rows(2, 1, 2.0, 128) == 2
+    # no tile: the routed rows only
+    assert padding_rows(2, 4096, 8.0, 0) == 0
+
+
+def test_half_a_tile_is_the_mean_waste_of_experts_with_many_tiles() -> None:
+    # Mixtral's 8 experts, 2 distinct ones a token, 4,096 tokens routed uniformly at random:
+    # about 1,024 rows an expert, so the rows its last 128-row tile leaves empty are nearly
+    # uniform over 0..127, mean 63.5; the model's 64 an expert is that mean
+    rng = np.random.default_rng(18)
+    tile, experts, per_token, tokens = 128, 8, 2, 4096
+    wastes = []
+    for _ in range(400):
+        chosen = np.argsort(rng.random((tokens, experts)), axis=1)[:, :per_token]
+        rows = np.bincount(chosen.ravel(), minlength=experts)
+        wastes.append(float((-(-rows // tile) * tile - rows).sum()))
+    model = padding_rows(per_token, tokens, distinct_experts(experts, per_token, tokens), tile)
+    assert model == pytest.approx(np.mean(wastes), rel=0.05)
+
+
+def test_a_compute_bound_mixtral_chunk_pays_its_padding_at_the_experts_rate() -> None:
+    # Mixtral 8x7B (BF16) on one H200, a 4,096-token prefill chunk: compute-bound. Each of the
+    # 512 padding rows runs through 32 MoE layers' 3 x 4,096 x 14,336 expert weights, 2 FLOPs a
+    # weight, at the BF16 rate and the experts' compute share
+    share = 0.7
+    padded = MoeRooflineLatency(
+        CONFIG, H200, MIXTRAL, 1, MoeServingSpec(expert_compute_efficiency=share)
+    )
+    bare = MoeRooflineLatency(
+        CONFIG,
+        H200,
+        MIXTRAL,
+        1,
+        MoeServingSpec(expert_compute_efficiency=share, expert_tile_rows=0),
+    )
+    chunk = (4096, 4096 * 4097 // 2, 0, 0, 0)
+    rate = 989.5e9 * presets.GPU_PRESETS["h200"]["compute_efficiency"]["bf16"]  # FLOPs a ms
+    expected = 512 * 2 * 32 * 3 * 4096 * 14336 / share / rate
+    assert padded.iteration_ms(*chunk) - bare.iteration_ms(*chunk) == pytest.approx(
+        expected, rel=1e-9
+    )
+
+
+def test_a_small_decode_stays_bound_by_its_weight_reads() -> None:
+    # 8 decoding sequences read their experts' weights far longer than they compute, padding
+    # included: the tile changes nothing there
+    padded = MoeRooflineLatency(CONFIG, H200, MIXTRAL, 1, MoeServingSpec())
+    bare = MoeRooflineLatency(CONFIG, H200, MIXTRAL, 1, MoeServingSpec(expert_tile_rows=0))
+    assert padded.iteration_ms(0, 0, 0, 8, 8000) == bare.iteration_ms(0, 0, 0, 8, 8000)
+
+
+def test_the_default_tile_is_tensorrt_llms_smallest_grouped_gemm_tile() -> None:
+    assert MoeServingSpec().expert_tile_rows == EXPERT_TILE_ROWS == 128
