@@ -37,11 +37,12 @@ MOE_LAYER_US = 42.88
 # direction. Not fitted: a fit on the MoE cases drives it to 0.27, standing in for costs the
 # model lacks (docs/moe.md)
 ALLTOALL_LINK_EFFICIENCY = 0.8
-# the token rows of one tile of a grouped GEMM (docs/moe.md, "Tile padding"): every grouped-GEMM
-# tile TensorRT-LLM's MoE chooses from on Hopper is 128 or 256 token rows tall
-# (cutlass_kernels/cutlass_heuristic.cpp, `get_candidate_tiles_sm90` for GROUPED_GEMM:
-# CtaShape128x16x128B ... CtaShape256x128x128B), and vLLM's Triton fused_moe pads each expert's
-# rows to a multiple of its BLOCK_SIZE_M (`moe_align_block_size`). Not fitted
+# the token rows of one tile of a grouped GEMM (docs/moe.md, "Tile padding"): the shorter of the
+# two heights of TensorRT-LLM's Hopper grouped-GEMM tiles (cutlass_kernels/cutlass_heuristic.cpp,
+# `get_candidate_tiles_sm90` for GROUPED_GEMM: CtaShape128x16x128B ... CtaShape256x128x128B; newer
+# versions may swap operands for small batches), the engine of every MoE calibration case; vLLM's
+# Triton fused_moe pads each expert's rows to a multiple of its BLOCK_SIZE_M
+# (`moe_align_block_size`). An assumption, not fitted; the fitted values above assume it
 EXPERT_TILE_ROWS = 128
 
 
