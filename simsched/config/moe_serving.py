@@ -37,12 +37,12 @@ MOE_LAYER_US = 42.88
 # direction. Not fitted: a fit on the MoE cases drives it to 0.27, standing in for costs the
 # model lacks (docs/moe.md)
 ALLTOALL_LINK_EFFICIENCY = 0.8
-# the token rows of one tile of a grouped GEMM (docs/moe.md, "Tile padding"): the shorter of the
-# two heights of TensorRT-LLM's Hopper grouped-GEMM tiles (cutlass_kernels/cutlass_heuristic.cpp,
-# `get_candidate_tiles_sm90` for GROUPED_GEMM: CtaShape128x16x128B ... CtaShape256x128x128B; newer
-# versions may swap operands for small batches), the engine of every MoE calibration case; vLLM's
-# Triton fused_moe pads each expert's rows to a multiple of its BLOCK_SIZE_M
-# (`moe_align_block_size`). An assumption, not fitted; the fitted values above assume it
+# the token rows of one tile of a grouped GEMM (docs/moe.md, "Tile padding"). An assumption, not
+# fitted and not read off a source: TensorRT-LLM's MoE GEMMs put the tokens on the GEMM's N side
+# and its autotuner picks the token tile among 16, 32, 64, 128 and 256 on Hopper
+# (cutlass_kernels/cutlass_heuristic.cpp, `get_candidate_tiles_sm90` for GROUPED_GEMM), one per
+# call; vLLM's Triton fused_moe pads each expert's rows to a multiple of its BLOCK_SIZE_M
+# (`moe_align_block_size`, 64 by default). The fitted values above were fitted with 128
 EXPERT_TILE_ROWS = 128
 
 

@@ -61,7 +61,7 @@ def test_the_area_medians_the_notes_state_are_what_calibrate_no_fit_computes() -
     # `simsched calibrate calibration/moe_experts.yaml --no-fit` with the shipped values: the
     # MoE throughput cases' and the MTP-depth cases' median absolute errors, rounded to the
     # constants' three decimals, are the figures a plan's notes and tie margins state (the
-    # MTP median is (1.47% + 2.20%) / 2 = 1.8%). Each configuration's figures (model, weight
+    # MTP median is (1.4% + 1.6%) / 2 = 1.5%). Each configuration's figures (model, weight
     # dtype, GPU, tp, ep, attention_dp) are the ones its own note states
     from simsched.config.loading import load_scenario
     from simsched.outputs.moe_notes import (

@@ -158,7 +158,7 @@ def test_a_plan_on_an_moe_model_says_its_error_as_the_scenario_table_does() -> N
     spec = [n for n in mtp.notes if n.startswith("speculative decoding:")]
     assert len(moe) == 1 and f"off by {MOE_MEDIAN_ERROR}" in moe[0]
     assert len(spec) == 1 and "off by 1.5% (median) in-sample" in spec[0]
-    assert "other models, drafters and loads are unchecked" in spec[0]  # what 1.8% does not cover
+    assert "other models, drafters and loads are unchecked" in spec[0]  # what 1.5% does not cover
     dep8 = plan(scenario, "cluster.replicas", "1:2", slos, variant="dep8_x4",
                 overrides=short, headroom=False)  # fmt: skip
     assert [n for n in dep8.notes if n.startswith("MoE model:")] == moe

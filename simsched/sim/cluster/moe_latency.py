@@ -45,6 +45,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from simsched.config import presets
 from simsched.config.model_presets import DTYPE_BYTES, compute_dtype, dtype_bytes
 from simsched.config.moe import attention_of, expert_params
@@ -76,9 +78,12 @@ def distinct_experts(experts: int, per_token: int, tokens: Any) -> Any:
 def padding_rows(per_token: int, tokens: Any, distinct: Any, tile_rows: int) -> Any:
     """Token rows one MoE layer's grouped GEMMs compute beyond the routed ones (docs/moe.md,
     "Tile padding"): each expert with tokens computes its last tile of `tile_rows` whole, half a
-    tile beyond its rows on average, and at most as many again as it has (k T over the
-    distinct experts), where a tile taller than its rows gives way to a smaller one."""
-    return min(per_token * tokens, tile_rows / 2 * distinct)
+    tile beyond its rows on average, and at most as many rows again as it has (an assumption:
+    for an expert with few rows, the tiles autotuners pick leave a half to all of them empty)."""
+    routed, half_tiles = per_token * tokens, tile_rows / 2 * distinct
+    if isinstance(routed, np.ndarray) or isinstance(half_tiles, np.ndarray):
+        return np.minimum(routed, half_tiles)  # elementwise: the step may take arrays of sizes
+    return min(routed, half_tiles)  # plain floats on the hot path: min is faster than NumPy's
 
 
 def alltoall_ms(

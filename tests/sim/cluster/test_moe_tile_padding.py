@@ -4,6 +4,7 @@ as many again as it has. By hand, against a sampled routing, and in whole iterat
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,8 +12,11 @@ import pytest
 
 from simsched.config import presets
 from simsched.config.hardware import ModelSpec, RooflineLatencyConfig
+from simsched.config.loading import load_scenario
 from simsched.config.moe_serving import EXPERT_TILE_ROWS, MoeServingSpec
+from simsched.sim.cluster.latency import build_latency
 from simsched.sim.cluster.moe_latency import MoeRooflineLatency, distinct_experts, padding_rows
+from tests.sim.cluster.test_roofline_physics import ONE_REQUEST, write_scenario
 
 H200 = SimpleNamespace(**presets.GPU_PRESETS["h200"])
 MIXTRAL = ModelSpec(name="mixtral-8x7b", **presets.MODEL_PRESETS["mixtral-8x7b"])
@@ -80,3 +84,51 @@ def test_a_small_decode_stays_bound_by_its_weight_reads() -> None:
 
 def test_the_default_tile_is_tensorrt_llms_smallest_grouped_gemm_tile() -> None:
     assert MoeServingSpec().expert_tile_rows == EXPERT_TILE_ROWS == 128
+
+
+def test_padding_runs_at_the_experts_input_precision() -> None:
+    # gpt-oss-20b (32 experts, k = 4) on one B200 with FP8 inputs to its MXFP4 experts: a
+    # 4,096-token chunk reaches all 32 experts, 32 x 64 = 2,048 padding rows, each through 24
+    # MoE layers' 3 x 2,880^2 weights and 3 x 2,880 biases at FP8's rate, not the model's BF16
+    b200 = SimpleNamespace(**presets.GPU_PRESETS["b200"])
+    model = ModelSpec(name="gpt-oss-20b", **presets.MODEL_PRESETS["gpt-oss-20b"])
+    fp8 = {"expert_activations": "fp8"}
+    padded = MoeRooflineLatency(CONFIG, b200, model, 1, MoeServingSpec(**fp8))
+    bare = MoeRooflineLatency(CONFIG, b200, model, 1, MoeServingSpec(**fp8, expert_tile_rows=0))
+    chunk = (4096, 4096 * 4097 // 2, 0, 0, 0)
+    share = MoeServingSpec().compute_share
+    rate = 4500e9 * b200.compute_efficiency["fp8"]  # FLOPs a ms
+    expected = 2048 * 2 * 24 * (3 * 2880 * 2880 + 3 * 2880) / share / rate
+    assert padded.iteration_ms(*chunk) - bare.iteration_ms(*chunk) == pytest.approx(
+        expected, rel=1e-9
+    )
+
+
+def test_a_speculative_step_pads_the_tokens_it_verifies(tmp_path: Path) -> None:
+    # Mixtral 8x7B on one H200 with n-gram drafts of 3 tokens: 512 decoding sequences verify
+    # 4 tokens each, 2,048 tokens, 1,024 rows an expert: compute-bound, 8 x 64 = 512 padding
+    # rows. The n-gram drafter runs no model pass, so that is all the step adds
+    def step(tile: int) -> float:
+        cluster = (
+            "  service_model: continuous_batching\n  gpu: h200\n  model: mixtral-8x7b\n"
+            f"  moe_serving: {{expert_tile_rows: {tile}}}\n"
+            "  speculative: {method: ngram, tokens: 3, acceptance: 0.7}"
+        )
+        folder = tmp_path / str(tile)
+        folder.mkdir()
+        latency = build_latency(load_scenario(write_scenario(folder, cluster, ONE_REQUEST)).cluster)
+        assert latency.draft == 0  # no drafter pass to pad
+        return latency.iteration_ms(0, 0, 0, 512, 0)
+
+    share = MoeServingSpec().compute_share
+    rate = 989.5e9 * presets.GPU_PRESETS["h200"]["compute_efficiency"]["bf16"]
+    expected = 512 * 2 * 32 * 3 * 4096 * 14336 / share / rate
+    assert step(128) - step(0) == pytest.approx(expected, rel=1e-9)
+
+
+def test_arrays_of_batch_sizes_pad_elementwise() -> None:
+    latency = MoeRooflineLatency(CONFIG, H200, MIXTRAL, 1, MoeServingSpec())
+    sizes, contexts = np.array([8, 600]), np.array([1000, 90000])
+    steps = latency.iteration_ms(0, 0, 0, sizes, contexts, np.maximum)
+    one_by_one = [latency.iteration_ms(0, 0, 0, 8, 1000), latency.iteration_ms(0, 0, 0, 600, 90000)]
+    assert steps.tolist() == pytest.approx(one_by_one, rel=1e-12)
