@@ -79,11 +79,12 @@ def padding_rows(per_token: int, tokens: Any, distinct: Any, tile_rows: int) -> 
     """Token rows one MoE layer's grouped GEMMs compute beyond the routed ones (docs/moe.md,
     "Tile padding"): each expert with tokens computes its last tile of `tile_rows` whole, half a
     tile beyond its rows on average, and at most as many rows again as it has (an assumption:
-    for an expert with few rows, the tiles autotuners pick leave a half to all of them empty)."""
+    what a tile of twice its rows leaves empty; docs/moe.md says what bounds it)."""
     routed, half_tiles = per_token * tokens, tile_rows / 2 * distinct
-    if isinstance(routed, np.ndarray) or isinstance(half_tiles, np.ndarray):
-        return np.minimum(routed, half_tiles)  # elementwise: the step may take arrays of sizes
-    return min(routed, half_tiles)  # plain floats on the hot path: min is faster than NumPy's
+    try:
+        return min(routed, half_tiles)  # plain numbers, the hot path: no type test to pay
+    except ValueError:  # arrays of batch sizes have no single truth value: elementwise
+        return np.minimum(routed, half_tiles)
 
 
 def alltoall_ms(

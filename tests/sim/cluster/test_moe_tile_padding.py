@@ -82,7 +82,7 @@ def test_a_small_decode_stays_bound_by_its_weight_reads() -> None:
     assert padded.iteration_ms(0, 0, 0, 8, 8000) == bare.iteration_ms(0, 0, 0, 8, 8000)
 
 
-def test_the_default_tile_is_tensorrt_llms_smallest_grouped_gemm_tile() -> None:
+def test_the_default_tile_is_128_rows() -> None:
     assert MoeServingSpec().expert_tile_rows == EXPERT_TILE_ROWS == 128
 
 
@@ -105,12 +105,15 @@ def test_padding_runs_at_the_experts_input_precision() -> None:
 
 
 def test_a_speculative_step_pads_the_tokens_it_verifies(tmp_path: Path) -> None:
-    # Mixtral 8x7B on one H200 with n-gram drafts of 3 tokens: 512 decoding sequences verify
-    # 4 tokens each, 2,048 tokens, 1,024 rows an expert: compute-bound, 8 x 64 = 512 padding
-    # rows. The n-gram drafter runs no model pass, so that is all the step adds
+    # gpt-oss-120b (128 experts, k = 4) on one H200 with n-gram drafts of 3 tokens: 250 decoding
+    # sequences verify 4 tokens each, 1,000 tokens, 31 rows an expert: min(4 x 1,000, 64 x 128)
+    # = 4,000 padding rows, each through 36 MoE layers' 3 x 2,880^2 weights and 3 x 2,880
+    # biases at BF16's rate. The 250 tokens alone would be bound by their weight reads, padding
+    # or not: a step that padded only its sequences would add nothing. The n-gram drafter runs
+    # no model pass
     def step(tile: int) -> float:
         cluster = (
-            "  service_model: continuous_batching\n  gpu: h200\n  model: mixtral-8x7b\n"
+            "  service_model: continuous_batching\n  gpu: h200\n  model: gpt-oss-120b\n"
             f"  moe_serving: {{expert_tile_rows: {tile}}}\n"
             "  speculative: {method: ngram, tokens: 3, acceptance: 0.7}"
         )
@@ -118,11 +121,11 @@ def test_a_speculative_step_pads_the_tokens_it_verifies(tmp_path: Path) -> None:
         folder.mkdir()
         latency = build_latency(load_scenario(write_scenario(folder, cluster, ONE_REQUEST)).cluster)
         assert latency.draft == 0  # no drafter pass to pad
-        return latency.iteration_ms(0, 0, 0, 512, 0)
+        return latency.iteration_ms(0, 0, 0, 250, 0)
 
     share = MoeServingSpec().compute_share
     rate = 989.5e9 * presets.GPU_PRESETS["h200"]["compute_efficiency"]["bf16"]
-    expected = 512 * 2 * 32 * 3 * 4096 * 14336 / share / rate
+    expected = 4000 * 2 * 36 * (3 * 2880 * 2880 + 3 * 2880) / share / rate
     assert step(128) - step(0) == pytest.approx(expected, rel=1e-9)
 
 
