@@ -199,8 +199,9 @@ def _unlike_the_cases(pool: Any) -> list[str]:
     if not _gpu_is_its_preset(getattr(pool, "gpu", None)):
         unlike.append("GPU's spec")
     defaults = MoeServingSpec.model_fields
-    if any(getattr(serving, name) != defaults[name].default for name in TUNED_SETTINGS):
-        unlike.append("MoE settings")
+    moved = [name for name in TUNED_SETTINGS if getattr(serving, name) != defaults[name].default]
+    if moved:  # named, so that a user sees which of their settings the checks never ran
+        unlike.append(f"MoE settings ({', '.join(moved)})")
     if getattr(pool, "speculative", None) is not None:
         unlike.append("speculative decoding")  # the throughput cases decode one token a step
     if getattr(pool, "role", "mixed") != "mixed":

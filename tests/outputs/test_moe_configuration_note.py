@@ -178,7 +178,11 @@ def test_what_no_case_shares_is_named_and_drops_the_claim() -> None:
         (["cluster.model={preset: deepseek-r1, kv_dtype: fp8, layers: 30}"], "model's shape"),
         (["cluster.gpu={preset: h200, hbm_gbps: 9000}"], "GPU's spec"),
         (["cluster.moe_serving.permute=fused"], "permute"),  # DEP8 H200 ran TensorRT-LLM's kernel
-        (["cluster.moe_serving.imbalance=2.0"], "MoE settings"),
+        (["cluster.moe_serving.imbalance=2.0"], "MoE settings (imbalance)"),
+        (
+            ["cluster.moe_serving.expert_tile_rows=64", "cluster.moe_serving.layer_us=30"],
+            "MoE settings (expert_tile_rows, layer_us)",
+        ),
         (["cluster.speculative={method: mtp, tokens: 1, acceptance: 0.8}"], "speculative"),
     ):
         assert checked_notes(*AS_CHECKED, *more) == [], what
