@@ -24,7 +24,8 @@ Share = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 # Fitted together by `simsched calibrate` on 14 TensorRT-LLM MoE throughput cases and the 6
 # DeepSeek-R1 MTP-depth cases (docs/moe.md, "Calibration"; every cell of the TensorRT-LLM MoE
-# tables is now a case, on which they are off by 14.5%, median), with the grouped GEMMs' tile
+# tables is now a case, on which they are off by 11.8%, median, with the experts' size scaling,
+# which they were not refitted with; 14.5% before it), with the grouped GEMMs' tile
 # padding counted (`EXPERT_TILE_ROWS`): the grouped GEMMs' two shares, and the fixed kernel
 # time of one MoE layer beyond a dense FFN's, µs per iteration ("Per-layer kernel time")
 EXPERT_COMPUTE_EFFICIENCY = 0.7448
@@ -44,6 +45,15 @@ ALLTOALL_LINK_EFFICIENCY = 0.8
 # call; vLLM's Triton fused_moe pads each expert's rows to a multiple of its BLOCK_SIZE_M
 # (`moe_align_block_size`, 64 by default). The fitted values above were fitted with 128
 EXPERT_TILE_ROWS = 128
+# how the grouped GEMMs' compute share grows with the size of one expert's weight matrix on one GPU
+# (docs/moe.md, "Expert size"): share x (size / REFERENCE_EXPERT_ELEMENTS) ^ exponent, at most a
+# dense GEMM's. The exponent is read off a source, not fitted: the least-squares slope of
+# log TFLOPS on log (N x K) over the six M = 4,096 rows of DeepGEMM's FP8 GEMM table on an H800
+# (deepseek-ai/DeepGEMM README.md @327ec92f, "Normal GEMMs for dense models": 775 to 1,520
+# TFLOPS for N x K of 14.7M to 117M elements). The reference is DeepSeek-V3's expert (2,048 x
+# 7,168), the shape those kernels were measured for, so the fitted share is the share there
+EXPERT_SIZE_EXPONENT = 0.196
+REFERENCE_EXPERT_ELEMENTS = 2048 * 7168
 
 
 class MoeServingSpec(BaseModel):
@@ -93,6 +103,12 @@ class MoeServingSpec(BaseModel):
     # tile whole, on average half a tile of rows beyond its own (at most as many again as it
     # has); 0 computes its rows only (docs/moe.md, "Tile padding")
     expert_tile_rows: Annotated[int, Field(ge=0, le=4096)] = EXPERT_TILE_ROWS
+    # how the compute share grows with one expert's weight matrix on one GPU (expert_ffn / (tp /
+    # ep) x hidden against DeepSeek-V3's 2,048 x 7,168); 0 gives every expert size the same share
+    # (docs/moe.md, "Expert size")
+    expert_size_exponent: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = (
+        EXPERT_SIZE_EXPONENT
+    )
     # both shares at once (the single share of earlier versions); a share written beside it
     # (other than its default, which a re-validated dump carries) would be ignored: refused
     expert_efficiency: Share | None = None
@@ -229,6 +245,7 @@ EXPERT_SETTINGS = (
     "expert_memory_efficiency",
     "expert_efficiency",
     "expert_tile_rows",
+    "expert_size_exponent",
     "layer_us",
 )
 

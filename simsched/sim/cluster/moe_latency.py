@@ -11,7 +11,9 @@ parallelism trades the experts' all-reduce for an all-to-all (docs/moe.md).
                    1 unless `expert_activations` names another precision)
     padding(T)  = min(k * T, tile / 2 * distinct(T))   rows the experts' last tiles add
     gemm        = max(flops(T) / compute, weights(T) / memory)
-                  (x_flop, x_mem: expert_compute_efficiency, expert_memory_efficiency)
+                  (x_flop: min(1, expert_compute_efficiency x (S / S_ref) ^ a), S one expert's
+                   weight matrix on one GPU, expert_ffn / (tp / ep) x hidden, S_ref DeepSeek-V3's
+                   2,048 x 7,168, a expert_size_exponent; x_mem: expert_memory_efficiency)
     attention   = as the dense roofline, with MLA's query width, and the KV reads times the GPUs
                   that each hold a token's latent (kv_copies); a decode's attention per cached
                   token is max(its KV reads, its FLOPs: Attention.decode_flops x full layers
@@ -52,6 +54,7 @@ from simsched.config.model_presets import DTYPE_BYTES, compute_dtype, dtype_byte
 from simsched.config.moe import attention_of, expert_params
 from simsched.config.moe_serving import (
     NO_EXPERT_PARALLELISM,
+    REFERENCE_EXPERT_ELEMENTS,
     MoeServingSpec,
     alltoall_latency_us,
     dispatch_of,
@@ -85,6 +88,17 @@ def padding_rows(per_token: int, tokens: Any, distinct: Any, tile_rows: int) -> 
         return min(routed, half_tiles)  # plain numbers, the hot path: no type test to pay
     except ValueError:  # arrays of batch sizes have no single truth value: elementwise
         return np.minimum(routed, half_tiles)
+
+
+def expert_compute_share(spec: MoeServingSpec, expert_ffn: int, hidden: int, tp: int) -> float:
+    """The routed experts' share of a dense GEMM's compute roofline (docs/moe.md, "Expert
+    size"): the fitted share at DeepSeek-V3's expert size, times how much faster a GEMM runs on
+    a larger weight matrix, (S / S_ref) ^ expert_size_exponent, where S is what one GPU holds of
+    one expert (its width split over the tp / ep GPUs that share it, times the hidden size); at
+    most 1, a dense GEMM's."""
+    per_gpu = expert_ffn / (tp // spec.ep) * hidden
+    scaled = spec.compute_share * (per_gpu / REFERENCE_EXPERT_ELEMENTS) ** spec.expert_size_exponent
+    return min(1.0, scaled)
 
 
 def alltoall_ms(
@@ -250,11 +264,12 @@ class MoeRooflineLatency:
         ratio = _rate(config, gpu, compute_dtype(model), scale) / _rate(
             config, gpu, activations, scale
         )
-        self.token_ms = per_param_ms * (other + routed_active * ratio / spec.compute_share)
+        share = expert_compute_share(spec, moe.expert_ffn, model.hidden_size, tp)
+        self.token_ms = per_param_ms * (other + routed_active * ratio / share)
         # one routed row (a token at one expert) through every MoE layer, at the experts' rate:
         # what each row of tile padding costs
         expert_row = self.moe_layers * expert_params(moe, model.hidden_size)
-        self.row_ms = per_param_ms * expert_row * ratio / spec.compute_share
+        self.row_ms = per_param_ms * expert_row * ratio / share
         self.tile_rows = spec.expert_tile_rows
         self.head_ms = dense.head_ms
         q_width = attention_of(model).query_width(model)

@@ -204,7 +204,8 @@ def test_expert_activations_set_the_routed_experts_flop_rate_and_copy_width() ->
     # gpt-oss-20b (BF16 but its MXFP4 experts) on one B200, as TensorRT-LLM runs it there with
     # MXFP8 activations: per token, 24 MoE layers x 4 experts x (3 x 2,880^2 + 2 x 2,880 +
     # 2,880 biases) = 2,389,616,640 routed parameters, 2 FLOPs each, at 4,500 TFLOPS x the
-    # FP8 share instead of 2,250 x the BF16 one, over the grouped GEMMs' compute share
+    # FP8 share instead of 2,250 x the BF16 one, over the grouped GEMMs' compute share at a
+    # 2,880 x 2,880 expert's size (test_moe_expert_size.py)
     b200 = SimpleNamespace(**presets.GPU_PRESETS["b200"])
     model = ModelSpec(name="gpt-oss-20b", **presets.MODEL_PRESETS["gpt-oss-20b"])
     config = RooflineLatencyConfig(kind="roofline")
@@ -214,7 +215,8 @@ def test_expert_activations_set_the_routed_experts_flop_rate_and_copy_width() ->
     assert routed == 2_389_616_640
     shares = b200.compute_efficiency
     per_flop = 1 / (2250e9 * shares["bf16"]) - 1 / (4500e9 * shares["fp8"])
-    saved = 2 * routed * per_flop / MoeServingSpec().compute_share
+    share = MoeServingSpec().compute_share * (2880 * 2880 / (2048 * 7168)) ** 0.196
+    saved = 2 * routed * per_flop / share
     assert bf16.token_ms - fp8.token_ms == pytest.approx(saved, rel=1e-9)
     # the token copies around the grouped GEMMs carry 1-byte rows instead of 2-byte ones: one
     # token's quantize (2 + 1), expand (1 x (1 + 4)) and sum (2 x (4 + 1)) over 2,880 elements
@@ -352,7 +354,9 @@ def test_a_gqa_decode_stays_read_bound() -> None:
 
 def test_flops_follow_the_active_parameters() -> None:
     config = RooflineLatencyConfig(kind="roofline")
-    latency = MoeRooflineLatency(config, H200, R1, 8, MoeServingSpec(expert_efficiency=1.0))
+    # the experts at a dense GEMM's rate whatever their size (test_moe_expert_size.py)
+    serving = MoeServingSpec(expert_efficiency=1.0, expert_size_exponent=0.0)
+    latency = MoeRooflineLatency(config, H200, R1, 8, serving)
     head = 129280 * 7168
     idle = 58 * (256 - 8) * 3 * 7168 * 2048
     per_ms = 8 * 1979e9 * presets.GPU_PRESETS["h200"]["compute_efficiency"]["fp8"]
@@ -398,6 +402,10 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (cluster("  moe_serving: {layer_us: -1}"), "cluster.moe_serving.layer_us"),
         (cluster("  moe_serving: {expert_tile_rows: -1}"), "cluster.moe_serving.expert_tile_rows"),
         (
+            cluster("  moe_serving: {expert_size_exponent: -0.1}"),
+            "cluster.moe_serving.expert_size_exponent",
+        ),
+        (
             cluster("  moe_serving: {ep: 8, dispatch: allgather}"),
             "cluster.moe_serving.dispatch: allgather gathers the attention-DP ranks' tokens",
         ),
@@ -434,6 +442,10 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (
             "  service_model: continuous_batching\n  moe_serving: {expert_tile_rows: 64}",
             "expert_tile_rows (64) applies to the routed experts",
+        ),
+        (
+            "  service_model: continuous_batching\n  moe_serving: {expert_size_exponent: 0.3}",
+            "expert_size_exponent (0.3) applies to the routed experts",
         ),
         # the dense roofline costs attention over all tp GPUs: attention DP would only move
         # memory, so it is refused as well

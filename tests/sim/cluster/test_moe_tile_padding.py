@@ -54,7 +54,8 @@ def test_half_a_tile_is_the_mean_waste_of_experts_with_many_tiles() -> None:
 def test_a_compute_bound_mixtral_chunk_pays_its_padding_at_the_experts_rate() -> None:
     # Mixtral 8x7B (BF16) on one H200, a 4,096-token prefill chunk: compute-bound. Each of the
     # 512 padding rows runs through 32 MoE layers' 3 x 4,096 x 14,336 expert weights, 2 FLOPs a
-    # weight, at the BF16 rate and the experts' compute share
+    # weight, at the BF16 rate and the experts' compute share, which Mixtral's experts, four
+    # times DeepSeek-V3's on one GPU, scale by 4^0.196 (test_moe_expert_size.py)
     share = 0.7
     padded = MoeRooflineLatency(
         CONFIG, H200, MIXTRAL, 1, MoeServingSpec(expert_compute_efficiency=share)
@@ -68,7 +69,7 @@ def test_a_compute_bound_mixtral_chunk_pays_its_padding_at_the_experts_rate() ->
     )
     chunk = (4096, 4096 * 4097 // 2, 0, 0, 0)
     rate = 989.5e9 * presets.GPU_PRESETS["h200"]["compute_efficiency"]["bf16"]  # FLOPs a ms
-    expected = 512 * 2 * 32 * 3 * 4096 * 14336 / share / rate
+    expected = 512 * 2 * 32 * 3 * 4096 * 14336 / (share * 4**0.196) / rate
     assert padded.iteration_ms(*chunk) - bare.iteration_ms(*chunk) == pytest.approx(
         expected, rel=1e-9
     )
@@ -89,14 +90,15 @@ def test_the_default_tile_is_128_rows() -> None:
 def test_padding_runs_at_the_experts_input_precision() -> None:
     # gpt-oss-20b (32 experts, k = 4) on one B200 with FP8 inputs to its MXFP4 experts: a
     # 4,096-token chunk reaches all 32 experts, 32 x 64 = 2,048 padding rows, each through 24
-    # MoE layers' 3 x 2,880^2 weights and 3 x 2,880 biases at FP8's rate, not the model's BF16
+    # MoE layers' 3 x 2,880^2 weights and 3 x 2,880 biases at FP8's rate, not the model's BF16,
+    # and at the share of a 2,880 x 2,880 expert (test_moe_expert_size.py)
     b200 = SimpleNamespace(**presets.GPU_PRESETS["b200"])
     model = ModelSpec(name="gpt-oss-20b", **presets.MODEL_PRESETS["gpt-oss-20b"])
     fp8 = {"expert_activations": "fp8"}
     padded = MoeRooflineLatency(CONFIG, b200, model, 1, MoeServingSpec(**fp8))
     bare = MoeRooflineLatency(CONFIG, b200, model, 1, MoeServingSpec(**fp8, expert_tile_rows=0))
     chunk = (4096, 4096 * 4097 // 2, 0, 0, 0)
-    share = MoeServingSpec().compute_share
+    share = MoeServingSpec().compute_share * (2880 * 2880 / (2048 * 7168)) ** 0.196
     rate = 4500e9 * b200.compute_efficiency["fp8"]  # FLOPs a ms
     expected = 2048 * 2 * 24 * (3 * 2880 * 2880 + 3 * 2880) / share / rate
     assert padded.iteration_ms(*chunk) - bare.iteration_ms(*chunk) == pytest.approx(
@@ -123,7 +125,8 @@ def test_a_speculative_step_pads_the_tokens_it_verifies(tmp_path: Path) -> None:
         assert latency.draft == 0  # no drafter pass to pad
         return latency.iteration_ms(0, 0, 0, 250, 0)
 
-    share = MoeServingSpec().compute_share
+    # the share of a 2,880 x 2,880 expert (test_moe_expert_size.py)
+    share = MoeServingSpec().compute_share * (2880 * 2880 / (2048 * 7168)) ** 0.196
     rate = 989.5e9 * presets.GPU_PRESETS["h200"]["compute_efficiency"]["bf16"]
     expected = 4000 * 2 * 36 * (3 * 2880 * 2880 + 3 * 2880) / share / rate
     assert step(128) - step(0) == pytest.approx(expected, rel=1e-9)
