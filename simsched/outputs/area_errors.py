@@ -9,5 +9,5 @@ Imports nothing, so that `simsched plan --help` can state them without loading t
 DENSE_MEDIAN_SHARE = 0.058
 # the MoE throughput figures (every MoE cell of the TensorRT-LLM tables and MX-D3) and the
 # speculative-decoding / MTP ones
-MOE_MEDIAN_SHARE = 0.145
+MOE_MEDIAN_SHARE = 0.118
 SPEC_MEDIAN_SHARE = 0.015
