@@ -190,7 +190,6 @@ def _unlike_the_cases(pool: Any) -> list[str]:
     shape or GPU's spec, MoE settings moved from their shipped values, speculative decoding, a
     P/D role (the cases are mixed offline runs)."""
     engine = getattr(pool, "engine", None)
-    serving = getattr(pool, "moe_serving", None) or NO_EXPERT_PARALLELISM
     unlike = []
     if getattr(engine, "name", None) not in CHECKED_ENGINES:
         unlike.append("engine")
@@ -198,8 +197,7 @@ def _unlike_the_cases(pool: Any) -> list[str]:
         unlike.append("model's shape")
     if not _gpu_is_its_preset(getattr(pool, "gpu", None)):
         unlike.append("GPU's spec")
-    defaults = MoeServingSpec.model_fields
-    moved = [name for name in TUNED_SETTINGS if getattr(serving, name) != defaults[name].default]
+    moved = moved_settings(pool)
     if moved:  # named, so that a user sees which of their settings the checks never ran
         unlike.append(f"MoE settings ({', '.join(moved)})")
     if getattr(pool, "speculative", None) is not None:
@@ -209,6 +207,27 @@ def _unlike_the_cases(pool: Any) -> list[str]:
     if not _runs_offline_as_the_cases(pool):
         unlike.append("overheads (CPU time, front end)")
     return unlike
+
+
+def moved_settings(pool: Any) -> list[str]:
+    """The pool's MoE settings written away from their shipped values (the fitted ones and the
+    assumptions they were fitted with), which no MoE case ran with."""
+    serving = getattr(pool, "moe_serving", None) or NO_EXPERT_PARALLELISM
+    defaults = MoeServingSpec.model_fields
+    return [name for name in TUNED_SETTINGS if getattr(serving, name) != defaults[name].default]
+
+
+def moved_settings_note(pool: Any) -> str | None:
+    """A word on a run that moves MoE settings where no checked configuration's note names
+    them: the area's median was measured with the shipped values."""
+    moved = moved_settings(pool)
+    if not moved:
+        return None
+    return (
+        f"MoE settings moved from their shipped values ({', '.join(moved)}): the MoE median "
+        "above was measured with the shipped ones, so this run's error is unchecked "
+        "(docs/moe.md, Serving it)"
+    )
 
 
 # the per-iteration CPU costs and front-end delays every MoE case writes as 0: TensorRT-LLM's
@@ -573,7 +592,9 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
             and getattr(getattr(pool, "engine", None), "name", None) in VLLM_ENGINES[1:]
         )
         nearest = None if judged_on_vllm or vllm_judged else nearest_note(pool)
-        own = [configuration_note(pool), nearest, engine_choices_note(pool)]
+        # a checked layout's note names moved settings itself; any other run hears it here
+        moved = moved_settings_note(pool) if nearest is None else None
+        own = [configuration_note(pool), nearest, moved, engine_choices_note(pool)]
         pool_name = f"pool {getattr(pool, 'name', '?')}: " if named else ""
         notes += [pool_name + note for note in own if note is not None]
         if attention_dp_of(pool) > 1:

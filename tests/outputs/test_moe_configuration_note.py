@@ -380,3 +380,26 @@ def test_the_engine_note_always_says_what_fp4_experts_take(sets: tuple, clause: 
     fp8 = load_scenario(burst, ["cluster.model=deepseek-r1", "cluster.engine=trtllm",
                                 "cluster.gpu=h200", "cluster.tp=8"]).cluster  # fmt: skip
     assert "inputs" not in moe_notes.engine_choices_note(fp8)
+
+
+def test_settings_moved_on_an_unchecked_layout_are_named_too() -> None:
+    # DeepSeek-R1 on TP 8 without expert parallelism: no case checks that layout, so no
+    # "differs from" note names the settings; the area's median was measured with the shipped
+    # values, so a moved exponent (or tile, or share) gets a note of its own
+    tp8 = ("cluster.moe_serving={ep: 1, attention_dp: 1}",)
+    assert not [n for n in notes(*tp8) if n.startswith("MoE settings moved")]
+    moved = [
+        n
+        for n in notes(*tp8, "cluster.moe_serving.expert_size_exponent=0.3")
+        if n.startswith("MoE settings moved")
+    ]
+    assert moved == [
+        "MoE settings moved from their shipped values (expert_size_exponent): the MoE median "
+        "above was measured with the shipped ones, so this run's error is unchecked "
+        "(docs/moe.md, Serving it)"
+    ]
+    assert not nearest_notes(*tp8, "cluster.moe_serving.expert_size_exponent=0.3")
+    # on a checked layout the "differs from" note names them instead, not twice
+    named = notes(*AS_CHECKED, "cluster.moe_serving.expert_size_exponent=0.3")
+    assert not [n for n in named if n.startswith("MoE settings moved")]
+    assert any("MoE settings (expert_size_exponent)" in n for n in named)
