@@ -245,7 +245,8 @@ class MoeRooflineLatency:
         bytes_per_ms = presets.weight_bytes(model) / dense.weights_ms  # the replica's HBM rate
         expert_dtype = moe.expert_dtype
         each = dtype_bytes(model, "weight") if expert_dtype is None else DTYPE_BYTES[expert_dtype]
-        expert_bytes = expert_params(moe, model.hidden_size) * each
+        per_expert = expert_params(moe, model.hidden_size)  # one routed expert's parameters
+        expert_bytes = per_expert * each
         routed = routed_expert_params(model) * each
         # every attention-DP group reads its own copy of the attention weights each iteration
         replicated = replicated_attention_bytes(model, serving)
@@ -255,7 +256,9 @@ class MoeRooflineLatency:
         # FLOPs follow the active parameters: the body's share of them, the routed experts' at
         # the grouped GEMMs' share of the compute roofline
         body = _body_params(model)
-        routed_active = self.moe_layers * self.per_token * expert_params(moe, model.hidden_size)
+        # one routed row (a token at one expert) through every MoE layer, and a token's k of them
+        expert_row = self.moe_layers * per_expert
+        routed_active = self.per_token * expert_row
         other = body - (model.params - active_params(model)) - routed_active
         per_param_ms = dense.token_ms / body
         # at their inputs' precision (docs/moe.md, "Expert activations"): the model's GEMM rate
@@ -266,9 +269,7 @@ class MoeRooflineLatency:
         )
         share = expert_compute_share(spec, moe.expert_ffn, model.hidden_size, tp)
         self.token_ms = per_param_ms * (other + routed_active * ratio / share)
-        # one routed row (a token at one expert) through every MoE layer, at the experts' rate:
-        # what each row of tile padding costs
-        expert_row = self.moe_layers * expert_params(moe, model.hidden_size)
+        # one routed row at the experts' rate: what each row of tile padding costs
         self.row_ms = per_param_ms * expert_row * ratio / share
         self.tile_rows = spec.expert_tile_rows
         self.head_ms = dense.head_ms
@@ -322,7 +323,7 @@ class MoeRooflineLatency:
 
     attention_ms = RooflineLatency.attention_ms  # the same split of full and windowed layers
 
-    def weights_ms(self, tokens: Any, maximum: Callable = max) -> Any:
+    def weights_ms(self, tokens: Any) -> Any:
         return self._weights_of(distinct_experts(self.experts, self.per_token, tokens))
 
     def _weights_of(self, distinct: Any) -> Any:
