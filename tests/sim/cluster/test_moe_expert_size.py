@@ -6,23 +6,17 @@ exponent is derived here from its source's table; the shares and times by hand."
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from simsched.config import presets
-from simsched.config.hardware import ModelSpec, RooflineLatencyConfig
 from simsched.config.moe_serving import (
     EXPERT_SIZE_EXPONENT,
     REFERENCE_EXPERT_ELEMENTS,
     MoeServingSpec,
 )
 from simsched.sim.cluster.moe_latency import MoeRooflineLatency, expert_compute_share
-
-H200 = SimpleNamespace(**presets.GPU_PRESETS["h200"])
-MIXTRAL = ModelSpec(name="mixtral-8x7b", **presets.MODEL_PRESETS["mixtral-8x7b"])
-CONFIG = RooflineLatencyConfig(kind="roofline")
+from tests.sim.cluster.test_moe_tile_padding import CONFIG, H200, MIXTRAL
 
 # deepseek-ai/DeepGEMM README.md @327ec92f, "Normal GEMMs for dense models", H800 SXM5, FP8,
 # the rows with M = 4,096: (N, K, TFLOPS)
