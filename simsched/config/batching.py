@@ -146,8 +146,10 @@ class ContinuousBatchingConfig(BaseModel):
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
     model: Annotated[
         ModelSpec, BeforeValidator(_preset(presets.MODEL_PRESETS, "model", {"moe": MoeSpec}))
-    ] = Field(
-        default_factory=lambda: ModelSpec(name="llama-3-8b", **presets.MODEL_PRESETS["llama-3-8b"])
+    ] = Field(  # Llama 3 8B's shape with Llama 3.1's 131,072-token context: what is served now
+        default_factory=lambda: ModelSpec(
+            name="llama-3.1-8b", **presets.MODEL_PRESETS["llama-3.1-8b"]
+        )
     )
     block_size: Small = 16
     num_gpu_blocks: Annotated[Size | None, Field(validate_default=True)] = None

@@ -82,6 +82,11 @@ class ModelSpec(Spec):
     # `num_nextn_predict_layers`: DeepSeek-V3/R1 1): the drafter `speculative: {method: mtp}`
     # runs; a model without one cannot draft that way (config/batching.py refuses it)
     mtp_modules: Annotated[int, Field(ge=0, le=64)] = 0
+    # The longest sequence, prompt and output tokens together, the model serves (config.json
+    # `max_position_embeddings`; vLLM's `--max-model-len` defaults to it and its API server
+    # refuses a longer request): the presets carry their config's, and a workload with a longer
+    # request is refused (workload/context_limits.py). Unset: no limit is checked
+    max_position_embeddings: Annotated[int, Field(gt=0, le=2**31)] | None = None
     # The config.json the shape came from (`model: {hf_config: path}`): an input of the run,
     # which outputs must not overwrite (config/inputs.py). Not a setting: left out of dumps.
     hf_config: str | None = Field(default=None, exclude=True)

@@ -76,27 +76,32 @@ def _preset(layers, hidden, heads, kv_heads, ffn, vocab, head_dim=128, **extra) 
     }
 
 
+_QWEN3_CONTEXT = {"max_position_embeddings": 40960}
+
 MODEL_PRESETS: dict[str, dict[str, Any]] = {
-    # meta-llama/Llama-2-{7b,13b,70b}-hf config.json: vocab 32000; 7B/13B multi-head attention.
-    "llama-2-7b": _preset(32, 4096, 32, 32, 11008, 32000),
-    "llama-2-13b": _preset(40, 5120, 40, 40, 13824, 32000),
-    "llama-2-70b": _preset(80, 8192, 64, 8, 28672, 32000),
+    # meta-llama/Llama-2-{7b,13b,70b}-hf config.json: vocab 32000; 7B/13B multi-head attention;
+    # a context of 4,096 tokens (max_position_embeddings).
+    "llama-2-7b": _preset(32, 4096, 32, 32, 11008, 32000, max_position_embeddings=4096),
+    "llama-2-13b": _preset(40, 5120, 40, 40, 13824, 32000, max_position_embeddings=4096),
+    "llama-2-70b": _preset(80, 8192, 64, 8, 28672, 32000, max_position_embeddings=4096),
     # meta-llama/Meta-Llama-3-8B and -70B config.json (num_parameters 8,030,261,248 and
-    # 70,553,706,496); Llama 3.1 and 3.3 keep the shapes (only the RoPE scaling differs).
-    "llama-3-8b": _preset(32, 4096, 32, 8, 14336, 128256),
-    "llama-3-70b": _preset(80, 8192, 64, 8, 28672, 128256),
-    "llama-3.1-8b": _preset(32, 4096, 32, 8, 14336, 128256),
-    "llama-3.1-70b": _preset(80, 8192, 64, 8, 28672, 128256),
-    "llama-3.3-70b": _preset(80, 8192, 64, 8, 28672, 128256),
+    # 70,553,706,496); Llama 3.1 and 3.3 keep the shapes: their RoPE scaling takes the context
+    # (max_position_embeddings) from Llama 3's 8,192 tokens to 131,072.
+    "llama-3-8b": _preset(32, 4096, 32, 8, 14336, 128256, max_position_embeddings=8192),
+    "llama-3-70b": _preset(80, 8192, 64, 8, 28672, 128256, max_position_embeddings=8192),
+    "llama-3.1-8b": _preset(32, 4096, 32, 8, 14336, 128256, max_position_embeddings=131072),
+    "llama-3.1-70b": _preset(80, 8192, 64, 8, 28672, 128256, max_position_embeddings=131072),
+    "llama-3.3-70b": _preset(80, 8192, 64, 8, 28672, 128256, max_position_embeddings=131072),
     # meta-llama/Llama-3.1-405B config.json: 126 layers, hidden 16384, 128 / 8 heads, MLP 53248.
-    "llama-3.1-405b": _preset(126, 16384, 128, 8, 53248, 128256),
+    "llama-3.1-405b": _preset(126, 16384, 128, 8, 53248, 128256, max_position_embeddings=131072),
     # Qwen/Qwen3-{8B,14B,32B} config.json: QK-norm, untied embeddings, vocab 151936; the 32B
-    # has 64 query heads of 128 (8192 wide) on a 5120-wide residual stream.
-    "qwen3-8b": _preset(36, 4096, 32, 8, 12288, 151936, qk_norm=True),
-    "qwen3-14b": _preset(40, 5120, 40, 8, 17408, 151936, qk_norm=True),
-    "qwen3-32b": _preset(64, 5120, 64, 8, 25600, 151936, qk_norm=True),
-    # mistralai/Mistral-7B-v0.3 config.json: vocab 32768.
-    "mistral-7b": _preset(32, 4096, 32, 8, 14336, 32768),
+    # has 64 query heads of 128 (8192 wide) on a 5120-wide residual stream; a context of 40,960
+    # tokens each (max_position_embeddings, without the YaRN scaling their cards describe).
+    "qwen3-8b": _preset(36, 4096, 32, 8, 12288, 151936, qk_norm=True, **_QWEN3_CONTEXT),
+    "qwen3-14b": _preset(40, 5120, 40, 8, 17408, 151936, qk_norm=True, **_QWEN3_CONTEXT),
+    "qwen3-32b": _preset(64, 5120, 64, 8, 25600, 151936, qk_norm=True, **_QWEN3_CONTEXT),
+    # mistralai/Mistral-7B-v0.3 config.json: vocab 32768, a context of 32,768 tokens.
+    "mistral-7b": _preset(32, 4096, 32, 8, 14336, 32768, max_position_embeddings=32768),
 }
 
 # torch_dtype names: a float32 checkpoint is served in 16 bits (vLLM's `--dtype auto` runs it in
@@ -121,6 +126,9 @@ _SHAPE_FIELDS = {
     "vocab_size": 2**30,
 }
 _OPTIONAL_FIELDS = {"num_key_value_heads": 2**20, "head_dim": 2**20}  # null or absent: derived
+# The longest context read from a config.json (`max_position_embeddings`), as `ModelSpec` takes
+# it: Llama 4 Scout's 10,485,760 is the largest published
+MOST_CONTEXT = 2**31
 
 
 def from_hf_config(path: str, precision_stated: bool = False) -> dict[str, Any]:
@@ -192,6 +200,9 @@ def from_hf_config(path: str, precision_stated: bool = False) -> dict[str, Any]:
     mtp = _whole(raw, "num_nextn_predict_layers", 64, path, required=False, least=0)
     if mtp:
         model["mtp_modules"] = mtp
+    context = _whole(raw, "max_position_embeddings", MOST_CONTEXT, path, required=False)
+    if context:  # absent or null: no limit checked
+        model["max_position_embeddings"] = context
     return model
 
 

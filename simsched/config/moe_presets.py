@@ -93,24 +93,29 @@ _DEEPSEEK_V3 = moe_preset(
     },
     weight_dtype="fp8",
     mtp_modules=1,  # num_nextn_predict_layers 1: the drafter of `speculative: {method: mtp}`
+    max_position_embeddings=163840,
 )
 
 # AR-2, AR-3: Qwen/Qwen3-30B-A3B and Qwen3-235B-A22B config.json: every layer MoE
 # (decoder_sparse_step 1, mlp_only_layers []), 128 experts, 8 per token, none shared, QK-norm,
-# untied embeddings, vocab 151936; BF16 checkpoints.
+# untied embeddings, vocab 151936; BF16 checkpoints; a context of 40,960 tokens (the -2507
+# updates' 262,144 is not these checkpoints').
 _QWEN3_MOE = {"experts": 128, "experts_per_token": 8}
+_QWEN3_CONTEXT = 40960
 
-# AR-4, AR-5: mistralai/Mixtral-8x7B-v0.1 and 8x22B-v0.1: 8 experts, 2 per token, vocab 32000.
+# AR-4, AR-5: mistralai/Mixtral-8x7B-v0.1 and 8x22B-v0.1: 8 experts, 2 per token, vocab 32000;
+# contexts of 32,768 and 65,536 tokens.
 # AR-6, AR-7: meta-llama/Llama-4-Scout-17B-16E and Maverick-17B-128E text_config: one shared
 # expert in every MoE layer (the model code's `shared_expert`, not a config field); Maverick's
 # every second layer is MoE (interleave_moe_layer_step 2), the others dense of 16384
-# (intermediate_size_mlp); use_qk_norm is a weightless L2 norm (no parameters).
+# (intermediate_size_mlp); use_qk_norm is a weightless L2 norm (no parameters). Contexts of
+# 10,485,760 (Scout) and 1,048,576 (Maverick) tokens.
 _LLAMA4 = {"experts_per_token": 1, "shared_experts": 1, "expert_ffn": 8192, "dense_ffn": 16384}
 
 # AR-8, AR-9: openai/gpt-oss-120b and -20b config.json: every layer MoE, 4 experts per token of
 # width 2880, biased router and experts, attention with biases and sinks, head_dim 64; every
 # second layer a sliding window of 128 tokens; MXFP4 experts (quantization_config quant_method
-# mxfp4), the rest BF16.
+# mxfp4), the rest BF16; a context of 131,072 tokens (YaRN-scaled in the config itself).
 _GPT_OSS = {
     "experts_per_token": 4,
     "expert_ffn": 2880,
@@ -125,20 +130,54 @@ MOE_PRESETS: dict[str, dict[str, Any]] = {
     "deepseek-v3": _DEEPSEEK_V3,
     "deepseek-r1": _DEEPSEEK_V3,
     "qwen3-30b-a3b": moe_preset(
-        48, 2048, 32, 4, 151936, qk_norm=True, moe={**_QWEN3_MOE, "expert_ffn": 768}
+        48,
+        2048,
+        32,
+        4,
+        151936,
+        qk_norm=True,
+        moe={**_QWEN3_MOE, "expert_ffn": 768},
+        max_position_embeddings=_QWEN3_CONTEXT,
     ),
     "qwen3-235b-a22b": moe_preset(
-        94, 4096, 64, 4, 151936, qk_norm=True, moe={**_QWEN3_MOE, "expert_ffn": 1536}
+        94,
+        4096,
+        64,
+        4,
+        151936,
+        qk_norm=True,
+        moe={**_QWEN3_MOE, "expert_ffn": 1536},
+        max_position_embeddings=_QWEN3_CONTEXT,
     ),
     "mixtral-8x7b": moe_preset(
-        32, 4096, 32, 8, 32000, moe={"experts": 8, "experts_per_token": 2, "expert_ffn": 14336}
+        32,
+        4096,
+        32,
+        8,
+        32000,
+        moe={"experts": 8, "experts_per_token": 2, "expert_ffn": 14336},
+        max_position_embeddings=32768,
     ),
     "mixtral-8x22b": moe_preset(
-        56, 6144, 48, 8, 32000, moe={"experts": 8, "experts_per_token": 2, "expert_ffn": 16384}
+        56,
+        6144,
+        48,
+        8,
+        32000,
+        moe={"experts": 8, "experts_per_token": 2, "expert_ffn": 16384},
+        max_position_embeddings=65536,
     ),
-    "llama-4-scout": moe_preset(48, 5120, 40, 8, 202048, moe={**_LLAMA4, "experts": 16}),
+    "llama-4-scout": moe_preset(
+        48, 5120, 40, 8, 202048, moe={**_LLAMA4, "experts": 16}, max_position_embeddings=10485760
+    ),
     "llama-4-maverick": moe_preset(
-        48, 5120, 40, 8, 202048, moe={**_LLAMA4, "experts": 128, "moe_every": 2}
+        48,
+        5120,
+        40,
+        8,
+        202048,
+        moe={**_LLAMA4, "experts": 128, "moe_every": 2},
+        max_position_embeddings=1048576,
     ),
     "gpt-oss-120b": moe_preset(
         36,
@@ -150,6 +189,7 @@ MOE_PRESETS: dict[str, dict[str, Any]] = {
         moe={**_GPT_OSS, "experts": 128},
         attention=_GPT_OSS_ATTENTION,
         sliding_window={"layers": 18, "window": 128},
+        max_position_embeddings=131072,
     ),
     "gpt-oss-20b": moe_preset(
         24,
@@ -161,5 +201,6 @@ MOE_PRESETS: dict[str, dict[str, Any]] = {
         moe={**_GPT_OSS, "experts": 32},
         attention=_GPT_OSS_ATTENTION,
         sliding_window={"layers": 12, "window": 128},
+        max_position_embeddings=131072,
     ),
 }

@@ -327,11 +327,13 @@ def _presets_alike(model: Any) -> list[str]:
 
 def _is_preset(model: Any, name: str) -> bool:
     """Whether `model` is preset `name` as shipped, up to its weight, experts' and KV precision
-    (the experts' FP4 format with them)."""
+    (the experts' FP4 format with them) and its context, which changes no iteration's time (a
+    config.json read without one, or a deployment's shorter --max-model-len, is the preset)."""
     preset = presets.MODEL_PRESETS.get(name)
     if preset is None:
         return False
     precision: dict[str, Any] = {"weight_dtype": model.weight_dtype, "kv_dtype": model.kv_dtype}
+    precision["max_position_embeddings"] = model.max_position_embeddings
     moe = getattr(model, "moe", None)
     if isinstance(preset.get("moe"), dict) and moe is not None:
         formats = {"expert_dtype": moe.expert_dtype, "fp4_format": moe.fp4_format}

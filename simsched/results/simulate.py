@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from simsched.config.load_scale import at_load_scale
 from simsched.config.loading import checked, load_scenario, resolve_variants, select_variants
 from simsched.config.router import uses_prefixes
 from simsched.config.scenario import Scenario
@@ -35,7 +37,13 @@ from simsched.results.utilisation import utilisation_summary
 from simsched.sim.engine import request_costs, run_variant
 from simsched.sim.reactive import has_reactive, session_columns
 from simsched.sim.timeline import TIMELINE_COLUMNS
-from simsched.workload.build import build_workload
+from simsched.workload.build import build_workload, prefix_rng, tenant_rng
+from simsched.workload.context_limits import (
+    check_session_context,
+    check_table_context,
+    tenant_limits,
+)
+from simsched.workload.session_plans import session_plans
 from simsched.workload.table import RequestTable
 
 # Called as progress(variant, requests delivered so far, requests in all) while a variant runs.
@@ -64,6 +72,8 @@ def simulate(
     scaling = any(autoscaled(resolved) for _, resolved in chosen)
     provisioned = {}
     handoffs = False  # some variant handed a request off (P/D): the prefill_ttft_ms column
+    for name, resolved in chosen:  # every variant's input checked before the first runs
+        variant_workload(name, resolved, workloads, scenario)
     for name, resolved in chosen:
         table = variant_workload(name, resolved, workloads, scenario)
         tick = (lambda done, total, name=name: progress(name, done, total)) if progress else None
@@ -171,18 +181,38 @@ def variant_workload(
     name: str, scenario: Scenario, cache: dict[str, RequestTable], base: Scenario
 ) -> RequestTable:
     """The variant's requests. Variants that leave the workload's settings alone share one
-    generated workload; a problem with a variant's own workload settings names the variant."""
+    generated workload; a problem with a variant's own workload settings names the variant.
+    Each variant's requests are checked against its own models' contexts (a variant may serve
+    another model with the same workload)."""
     key = _workload_key(scenario)
     table = cache.get(key)  # one read: a cache shared by threads may be cleared meanwhile
+    own = key == _workload_key(base)
     if table is None:
-        try:
+        with _named_variant(name, own):
             table = cache[key] = build_workload(scenario)
-        except InputError as exc:
-            if key == _workload_key(base):  # the scenario's own problem, not the variant's
-                raise
-            where = _join(f"variant {name!r}", exc.where)
-            raise InputError(exc.source, where, exc.message) from None
+    # the lengths and the contexts are the scenario's (a variant may read a trace's prefix ids
+    # the scenario does not: the lengths are the same)
+    own = _lengths_key(scenario) == _lengths_key(base)
+    own = own and tenant_limits(scenario) == tenant_limits(base)
+    with _named_variant(name, own):
+        check_table_context(scenario, table)
+        if has_reactive(scenario):  # sessions are drawn up front: their longest turns too
+            plans = session_plans(at_load_scale(scenario), tenant_rng, prefix_rng)
+            check_session_context(scenario, plans)
     return table
+
+
+@contextmanager
+def _named_variant(name: str, scenario_own: bool) -> Iterator[None]:
+    """An input problem of the variant's own settings names the variant; one the scenario has
+    whatever the variant changes is the scenario's."""
+    try:
+        yield
+    except InputError as exc:
+        if scenario_own:
+            raise
+        where = _join(f"variant {name!r}", exc.where)
+        raise InputError(exc.source, where, exc.message) from None
 
 
 def _workload_key(scenario: Scenario) -> str:
@@ -191,6 +221,11 @@ def _workload_key(scenario: Scenario) -> str:
         mode="json", include={"seed", "load_scale", "tenants", "trace", "limits"}
     )
     settings["prefix_ids"] = uses_prefixes(scenario.cluster)  # trace hash_ids read or not
+    return json.dumps(settings, sort_keys=True)
+
+
+def _lengths_key(scenario: Scenario) -> str:
+    settings = scenario.model_dump(mode="json", include={"seed", "load_scale", "tenants", "trace"})
     return json.dumps(settings, sort_keys=True)
 
 

@@ -42,7 +42,7 @@ def test_defaults_derive_the_kv_cache_from_memory() -> None:
     config = scenario_with(cluster={"replicas": 4}).cluster
     assert (config.gpu.name, config.model.name, config.latency_model.kind) == (
         "h100-80gb",
-        "llama-3-8b",
+        "llama-3.1-8b",  # Llama 3 8B's shape, Llama 3.1's context
         "roofline",
     )
     assert config.blocks_per_replica == 29205

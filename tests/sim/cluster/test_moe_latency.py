@@ -416,12 +416,12 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         ),
         (
             "  service_model: continuous_batching\n  tp: 2\n  moe_serving: {ep: 2}",
-            "ep (2) splits experts, and model 'llama-3-8b' has none",
+            "ep (2) splits experts, and model 'llama-3.1-8b' has none",
         ),
         # every expert setting on a dense model would be ignored, so each is refused
         (
             "  service_model: continuous_batching\n  moe_serving: {imbalance: 1.5}",
-            "imbalance (1.5) applies to the routed experts, and model 'llama-3-8b' has none",
+            "imbalance (1.5) applies to the routed experts, and model 'llama-3.1-8b' has none",
         ),
         (
             "  service_model: continuous_batching\n  moe_serving: {alltoall_us: 10}",
@@ -452,7 +452,7 @@ def test_mla_latent_is_copied_on_every_gpu_of_an_attention_group(tmp_path: Path)
         (
             "  service_model: continuous_batching\n  tp: 2\n  moe_serving: {attention_dp: 2}",
             "cluster.moe_serving.attention_dp: attention_dp (2) is modelled for MoE models only, "
-            "and model 'llama-3-8b' is dense",
+            "and model 'llama-3.1-8b' is dense",
         ),
         (
             "  service_model: continuous_batching\n  moe_serving: {dispatch: allgather}",

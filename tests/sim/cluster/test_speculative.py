@@ -57,7 +57,7 @@ def test_the_credit_rule_by_hand() -> None:
         (
             "{method: mtp, tokens: 2, acceptance: 0.7}",
             "speculative.method: mtp drafts with the model's multi-token-prediction module, "
-            "and model 'llama-3-8b' has none",
+            "and model 'llama-3.1-8b' has none",
         ),
     ],
 )

@@ -1,0 +1,277 @@
+"""A request longer than the model's context is refused before the run (workload/context_limits).
+
+The limits are the models' config.json `max_position_embeddings`, transcribed here from the
+measurement collection's architecture tables (README.md §6 "Max ctx", moe_specdec_pd.md §1h
+AR-1..AR-9) and, for the three presets those tables do not list, from the models' config.json
+files (Llama-2-13B, Qwen3-32B, Mistral-7B-v0.3). Every count and longest length in the messages
+below is worked out by hand from the scenario written in the test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simsched.config import presets
+from simsched.config.loading import load_scenario
+from simsched.errors import InputError
+from simsched.results.simulate import simulate
+
+CONTEXTS = {
+    "llama-2-7b": 4096,
+    "llama-2-13b": 4096,
+    "llama-2-70b": 4096,
+    "llama-3-8b": 8192,
+    "llama-3-70b": 8192,
+    "llama-3.1-8b": 131072,
+    "llama-3.1-70b": 131072,
+    "llama-3.3-70b": 131072,
+    "llama-3.1-405b": 131072,
+    "qwen3-8b": 40960,
+    "qwen3-14b": 40960,
+    "qwen3-32b": 40960,
+    "mistral-7b": 32768,
+    "deepseek-v3": 163840,
+    "deepseek-r1": 163840,
+    "qwen3-30b-a3b": 40960,
+    "qwen3-235b-a22b": 40960,
+    "mixtral-8x7b": 32768,
+    "mixtral-8x22b": 65536,
+    "llama-4-scout": 10485760,
+    "llama-4-maverick": 1048576,
+    "gpt-oss-120b": 131072,
+    "gpt-oss-20b": 131072,
+}
+
+
+def test_every_preset_carries_its_config_context() -> None:
+    assert {
+        name: p.get("max_position_embeddings") for name, p in presets.MODEL_PRESETS.items()
+    } == (CONTEXTS)
+
+
+def test_the_default_model_is_llama_3_8b_shape_with_llama_3_1_context() -> None:
+    # the default moved from llama-3-8b to llama-3.1-8b: the same shape (so every figure is the
+    # same), with the 131,072-token context served models have, not Llama 3's 8,192
+    from simsched.config.batching import ContinuousBatchingConfig
+
+    model = ContinuousBatchingConfig(service_model="continuous_batching").model
+    assert model.name == "llama-3.1-8b"
+    shape = {k: v for k, v in presets.MODEL_PRESETS["llama-3-8b"].items()}
+    assert {k: v for k, v in model.model_dump().items() if k in shape and k != "name"} == {
+        **shape,
+        "max_position_embeddings": 131072,
+    }
+
+
+# --- refusals --------------------------------------------------------------------------------
+
+
+def _scenario(tmp_path: Path, tenants: list[dict], cluster: dict | None = None, **extra) -> Path:
+    raw = {
+        "name": "ctx",
+        "seed": 3,
+        "tenants": tenants,
+        "cluster": {"service_model": "continuous_batching", "model": "llama-3-8b"}
+        | (cluster or {}),
+        "admission": {"enabled": False},
+        **extra,
+    }
+    path = tmp_path / "ctx.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _fixed(prefill: int, decode: int, count: int = 3, tenant: str = "t") -> dict:
+    return {
+        "id": tenant,
+        "arrivals": {"kind": "periodic", "interval_ms": 1000, "count": count},
+        "prefill_tokens": prefill,
+        "decode_tokens": decode,
+    }
+
+
+def _refusal(path: Path, overrides: list[str] | None = None) -> str:
+    with pytest.raises(InputError) as info:
+        simulate(load_scenario(path, overrides or []))
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_fixed_lengths_over_the_context_are_refused_and_at_it_run(tmp_path: Path) -> None:
+    # 8,000 + 193 = 8,193 tokens: one over Llama 3 8B's 8,192, all 3 requests
+    message = _refusal(_scenario(tmp_path, [_fixed(8000, 193)]))
+    assert message.startswith("tenants[0].prefill_tokens: 3 of the 3 requests of tenant 't'")
+    assert "than llama-3-8b's context of 8,192, the longest 8,193" in message
+    # 8,000 + 192 = 8,192: exactly the context, served
+    result = simulate(load_scenario(_scenario(tmp_path, [_fixed(8000, 192)])))
+    assert len(result.requests) == 3
+
+
+def test_the_system_prompt_counts_and_the_tenant_is_named(tmp_path: Path) -> None:
+    # the second tenant: 4,000 + a 4,000-token system prompt + 200 = 8,200 > 8,192
+    short = _fixed(100, 10, tenant="short")
+    long = _fixed(4000, 200, count=5, tenant="long") | {"prefix": {"tokens": 4000}}
+    message = _refusal(_scenario(tmp_path, [short, long]))
+    assert message.startswith("tenants[1].prefill_tokens: 5 of the 5 requests of tenant 'long'")
+    assert "the longest 8,200" in message
+
+
+def test_a_trace_names_its_setting_and_counts_its_long_rows(tmp_path: Path) -> None:
+    rows = [(374, 44), (8000, 500), (100, 100), (9000, 10), (8100, 92)]  # 8,500 and 9,010 over
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        + "".join(f"2023-11-16 18:15:{10 + i:02d}.0,{p},{d}\n" for i, (p, d) in enumerate(rows)),
+        encoding="utf-8",
+    )
+    tenant = {"id": "replay", "trace": {"path": str(trace), "format": "azure2023"}}
+    message = _refusal(_scenario(tmp_path, [tenant]))
+    assert message.startswith("tenants[0].trace: 2 of the 5 requests of tenant 'replay'")
+    assert "the longest 9,010" in message
+
+
+def test_sessions_are_checked_on_their_last_turn(tmp_path: Path) -> None:
+    # every session: a 1,000-token system prompt, then 3 turns of 1,000 + 1,000: its last turn
+    # sends 1,000 + 2 x 2,000 + 1,000 = 6,000 prompt tokens and answers 1,000: 7,000 in all
+    tenant = {
+        "id": "chat",
+        "arrivals": {
+            "kind": "sessions",
+            "start": {"kind": "periodic", "interval_ms": 1000, "count": 4},
+            "turns": 3,
+            "think_time_ms": 10,
+        },
+        "prefill_tokens": 1000,
+        "decode_tokens": 1000,
+        "prefix": {"tokens": 1000},
+    }
+    model = {"preset": "llama-3-8b", "max_position_embeddings": 6999}
+    message = _refusal(_scenario(tmp_path, [tenant], {"model": model}))
+    assert message.startswith("tenants[0].prefill_tokens: 4 of the 4 sessions of tenant 'chat'")
+    assert "context of 6,999 (a turn's prompt carries the conversation so far)" in message
+    assert "the longest 7,000" in message
+    model["max_position_embeddings"] = 7000
+    result = simulate(load_scenario(_scenario(tmp_path, [tenant], {"model": model})))
+    assert len(result.requests) == 12
+
+
+def test_closed_loop_clients_count_their_shared_file(tmp_path: Path) -> None:
+    tenant = {
+        "id": "ide",
+        "arrivals": {"kind": "closed_loop", "concurrency": 2, "count": 6},
+        "prefill_tokens": 500,
+        "decode_tokens": 100,
+        "prefix": {"tokens": 7600, "groups": 2},  # 7,600 + 500 + 100 = 8,200
+    }
+    message = _refusal(_scenario(tmp_path, [tenant]))
+    assert message.startswith("tenants[0].prefill_tokens: 6 of the 6 requests of tenant 'ide'")
+    assert "the longest 8,200" in message
+
+
+def test_a_variant_serving_a_shorter_context_is_named(tmp_path: Path) -> None:
+    variants = [
+        {"name": "long", "set": {"cluster.model": "llama-3.1-8b"}},
+        {"name": "short", "set": {"cluster.model": "llama-2-7b"}},
+    ]
+    path = _scenario(tmp_path, [_fixed(5000, 100)], {"model": "llama-3.1-8b"}, variants=variants)
+    message = _refusal(path)
+    assert message.startswith("variant 'short': tenants[0].prefill_tokens: 3 of the 3 requests")
+    assert "than llama-2-7b's context of 4,096, the longest 5,100" in message
+    # the scenario's own problem is not blamed on a variant
+    cached = [{"name": "cached", "set": {"cluster.prefix_caching": True}}]
+    own = _scenario(tmp_path, [_fixed(9000, 100)], variants=cached)
+    assert _refusal(own).startswith("tenants[0].prefill_tokens: 3 of the 3 requests")
+
+
+def test_a_model_without_a_context_is_not_checked(tmp_path: Path) -> None:
+    shape = {k: v for k, v in presets.MODEL_PRESETS["llama-3-8b"].items()}
+    del shape["max_position_embeddings"]
+    path = _scenario(tmp_path, [_fixed(20000, 10, count=1)], {"model": shape})
+    assert len(simulate(load_scenario(path)).requests) == 1
+    # and a mapping on a preset may lift it, as a deployment with RoPE scaling would
+    lifted = {"preset": "llama-3-8b", "max_position_embeddings": 32768}
+    path = _scenario(tmp_path, [_fixed(20000, 10, count=1)], {"model": lifted})
+    assert len(simulate(load_scenario(path)).requests) == 1
+
+
+def test_pools_limit_each_tenant_by_the_pools_that_may_serve_it(tmp_path: Path) -> None:
+    long_model = {"preset": "llama-3-8b", "max_position_embeddings": 65536}
+    pools = [
+        {"name": "short", "role": "mixed", "replicas": 1, "model": "llama-3-8b"},
+        {"name": "long", "role": "mixed", "replicas": 1, "model": long_model},
+    ]
+    cluster = {"service_model": "pools", "pools": pools}
+    confined = _fixed(20000, 100) | {"pools": ["long"]}
+    path = _scenario(tmp_path, [confined], cluster)
+    raw = yaml.safe_load(path.read_text())
+    raw["cluster"] = cluster  # no single-pool keys beside the pools
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    assert len(simulate(load_scenario(path)).requests) == 3
+    # free to use either pool, the shorter context bounds it
+    raw["tenants"][0].pop("pools")
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    message = _refusal(path)
+    assert "than llama-3-8b's context of 8,192, the longest 20,100" in message
+
+
+def test_the_cli_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, simsched_cli) -> None:
+    path = _scenario(tmp_path, [_fixed(8000, 193)])
+    out = tmp_path / "out"
+    code, stdout, err = simsched_cli("scenario", path, "--out", out)
+    assert code == 2
+    assert err.count("\n") == 1
+    assert err.startswith(f"{path}: tenants[0].prefill_tokens: 3 of the 3 requests")
+    assert "Traceback" not in stdout + err
+    assert not out.exists()
+    code, _, err = simsched_cli("validate", path)
+    assert code == 2 and "llama-3-8b's context of 8,192" in err
+
+
+# --- config.json import ----------------------------------------------------------------------
+
+
+def _config(tmp_path: Path, raw: dict) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    return str(path)
+
+
+DENSE = {
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 32,
+    "intermediate_size": 14336,
+    "vocab_size": 128256,
+}
+
+
+def test_a_config_json_gives_its_context(tmp_path: Path) -> None:
+    path = _config(tmp_path, DENSE | {"max_position_embeddings": 131072})
+    assert presets.from_hf_config(path)["max_position_embeddings"] == 131072
+    assert "max_position_embeddings" not in presets.from_hf_config(_config(tmp_path, DENSE))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 4096.5, "8k", True])
+def test_a_bad_context_in_a_config_json_names_the_file_and_field(tmp_path, bad) -> None:
+    path = _config(tmp_path, DENSE | {"max_position_embeddings": bad})
+    with pytest.raises(ValueError, match="max_position_embeddings must be a whole number"):
+        presets.from_hf_config(path)
+
+
+def test_an_moe_configs_context_is_read_under_its_text_config_too(tmp_path: Path) -> None:
+    from tests.config.test_moe_presets import GPT_OSS_120B, SCOUT  # their config.json fields
+
+    text = SCOUT["text_config"] | {"max_position_embeddings": 10485760}  # AR-6
+    path = _config(tmp_path, SCOUT | {"text_config": text})
+    assert presets.from_hf_config(path)["max_position_embeddings"] == 10485760
+    path = _config(tmp_path, GPT_OSS_120B | {"max_position_embeddings": 131072})  # AR-8
+    assert presets.from_hf_config(path)["max_position_embeddings"] == 131072
+    path = _config(tmp_path, GPT_OSS_120B | {"max_position_embeddings": 2.5})
+    with pytest.raises(ValueError, match="max_position_embeddings must be a whole number"):
+        presets.from_hf_config(path)
