@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from simsched.config.model_presets import MOST_CONTEXT
+from simsched.config.model_presets import served_context
 from simsched.config.moe import GqaSpec, MlaSpec, MoeSpec, SlidingWindowSpec
 from simsched.config.moe_shapes import shape, total_params
 
@@ -102,7 +102,7 @@ def moe_from_hf(raw: dict[str, Any], path: str) -> dict[str, Any]:
     mtp = field.whole("num_nextn_predict_layers", required=False, most=64, least=0)
     if mtp:  # DeepSeek-V3/R1's MTP module: the drafter of `speculative: {method: mtp}`
         result["mtp_modules"] = mtp
-    context = field.whole("max_position_embeddings", required=False, most=MOST_CONTEXT)
+    context = served_context(raw, path)
     if context:  # Llama 4's under text_config, as its shape
         result["max_position_embeddings"] = context
     return result

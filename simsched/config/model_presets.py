@@ -200,10 +200,45 @@ def from_hf_config(path: str, precision_stated: bool = False) -> dict[str, Any]:
     mtp = _whole(raw, "num_nextn_predict_layers", 64, path, required=False, least=0)
     if mtp:
         model["mtp_modules"] = mtp
-    context = _whole(raw, "max_position_embeddings", MOST_CONTEXT, path, required=False)
+    context = served_context(raw, path)
     if context:  # absent or null: no limit checked
         model["max_position_embeddings"] = context
     return model
+
+
+# RoPE scalings whose factor vLLM does not apply to the context: Llama 3.1's `llama3` (its
+# max_position_embeddings is already the scaled context) and Phi-3's LongRoPE (`su`, `longrope`)
+UNSCALED_ROPE = ("su", "longrope", "llama3")
+
+
+def served_context(raw: dict[str, Any], path: str) -> int | None:
+    """The context vLLM serves a config.json at by default (vllm/config/model.py,
+    `_get_and_verify_max_len`): `max_position_embeddings`, times the RoPE scaling's `factor`
+    unless its type is in UNSCALED_ROPE, YaRN's from its `original_max_position_embeddings`
+    (Qwen3 with YaRN turned on: 32,768 x 4 = 131,072; gpt-oss: 4,096 x 32 = 131,072, its own
+    max_position_embeddings); LongRoPE's, the config's `original_max_position_embeddings`.
+    None without a max_position_embeddings: no limit is checked."""
+    context = _whole(raw, "max_position_embeddings", MOST_CONTEXT, path, required=False)
+    rope = raw.get("rope_scaling") or raw.get("rope_parameters")
+    if context is None or not isinstance(rope, dict):
+        return context
+    key = "rope_scaling" if raw.get("rope_scaling") else "rope_parameters"
+    kind = rope.get("rope_type", rope.get("type"))
+    if kind in ("su", "longrope"):
+        original = _whole(raw, "original_max_position_embeddings", MOST_CONTEXT, path, False)
+        return original or context
+    if kind in UNSCALED_ROPE or rope.get("factor") is None:
+        return context
+    factor = rope["factor"]
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor < 2**20:
+        raise ValueError(f"{path}: {key}.factor must be a number above 0, not {factor!r}")
+    if kind == "yarn":
+        field = f"{key}.original_max_position_embeddings"
+        base = _whole(rope, "original_max_position_embeddings", MOST_CONTEXT, f"{path} ({field})",
+                      required=False) or context  # fmt: skip
+    else:
+        base = context
+    return min(int(base * factor), MOST_CONTEXT)
 
 
 # quantization_config.quant_method values a config.json import reads: FP8 weights (DeepSeek-V3

@@ -275,3 +275,32 @@ def test_an_moe_configs_context_is_read_under_its_text_config_too(tmp_path: Path
     path = _config(tmp_path, GPT_OSS_120B | {"max_position_embeddings": 2.5})
     with pytest.raises(ValueError, match="max_position_embeddings must be a whole number"):
         presets.from_hf_config(path)
+
+
+# vLLM's rule (vllm/config/model.py, `_get_and_verify_max_len`): a RoPE scaling other than
+# llama3 / LongRoPE multiplies the context by its factor, YaRN's from its original length
+@pytest.mark.parametrize(
+    ("context", "rope", "served"),
+    [
+        (40960, None, 40960),  # Qwen3 as published
+        (40960, {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
+         131072),  # Qwen3 with YaRN turned on, as its model card says: 32,768 x 4
+        (131072, {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096},
+         131072),  # gpt-oss: 4,096 x 32, its own max_position_embeddings
+        (163840, {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096},
+         163840),  # DeepSeek-V3 (the older `type` key): 4,096 x 40
+        (131072, {"rope_type": "llama3", "factor": 8.0}, 131072),  # Llama 3.1: already scaled
+        (4096, {"type": "linear", "factor": 2.0}, 8192),  # a linear scaling: 4,096 x 2
+    ],
+)  # fmt: skip
+def test_a_rope_scaling_stretches_the_context_as_vllm_derives_it(tmp_path, context, rope, served):
+    raw = DENSE | {"max_position_embeddings": context}
+    if rope is not None:
+        raw["rope_scaling"] = rope
+    assert presets.from_hf_config(_config(tmp_path, raw))["max_position_embeddings"] == served
+
+
+def test_a_bad_rope_factor_names_the_field(tmp_path: Path) -> None:
+    raw = DENSE | {"max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": 0}}
+    with pytest.raises(ValueError, match=r"rope_scaling\.factor must be a number above 0"):
+        presets.from_hf_config(_config(tmp_path, raw))
