@@ -38,11 +38,7 @@ from simsched.sim.engine import request_costs, run_variant
 from simsched.sim.reactive import has_reactive, session_columns
 from simsched.sim.timeline import TIMELINE_COLUMNS
 from simsched.workload.build import build_workload, prefix_rng, tenant_rng
-from simsched.workload.context_limits import (
-    check_session_context,
-    check_table_context,
-    tenant_limits,
-)
+from simsched.workload.context_limits import check_context, tenant_limits
 from simsched.workload.session_plans import session_plans
 from simsched.workload.table import RequestTable
 
@@ -194,11 +190,10 @@ def variant_workload(
     # the scenario does not: the lengths are the same)
     own = _lengths_key(scenario) == _lengths_key(base)
     own = own and tenant_limits(scenario) == tenant_limits(base)
+    # sessions are drawn up front: their longest turns are known before the run too
+    plans = session_plans(at_load_scale(scenario), tenant_rng, prefix_rng)
     with _named_variant(name, own):
-        check_table_context(scenario, table)
-        if has_reactive(scenario):  # sessions are drawn up front: their longest turns too
-            plans = session_plans(at_load_scale(scenario), tenant_rng, prefix_rng)
-            check_session_context(scenario, plans)
+        check_context(scenario, table, plans)
     return table
 
 
@@ -212,7 +207,7 @@ def _named_variant(name: str, scenario_own: bool) -> Iterator[None]:
         if scenario_own:
             raise
         where = _join(f"variant {name!r}", exc.where)
-        raise InputError(exc.source, where, exc.message) from None
+        raise type(exc)(exc.source, where, exc.message) from None
 
 
 def _workload_key(scenario: Scenario) -> str:

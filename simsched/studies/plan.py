@@ -51,6 +51,7 @@ from simsched.config.shadowing import refuse_shadowed, refuse_shadowed_overrides
 from simsched.errors import InputError
 from simsched.outputs.engine_notes import engine_notes, engine_of
 from simsched.outputs.moe_notes import moe_notes
+from simsched.results.simulate import variant_workload
 from simsched.studies.bisection import Bisection, PlanResult, Probe, monotonicity_warnings
 from simsched.studies.fleet import Combo, FleetPlan, combinations, shown
 from simsched.studies.grid import relabel
@@ -81,6 +82,7 @@ from simsched.studies.uncertainty import (
     runner_up_notes,
     shifted,
 )
+from simsched.workload.context_limits import ContextError
 
 DASK_CONNECT_TIMEOUT_S = 5
 
@@ -146,8 +148,9 @@ def plan(
         PlanResult(knob, chosen, maximize, values, parsed, combo=c) for c in combinations(over)
     ]
     rejected = {}
+    workloads: dict = {}  # the ends' workloads, for their context check: one per distinct workload
     for result in plans:
-        exc = _check_ends(source, result, flag, several=len(plans) > 1, minimize=minimize)
+        exc = _check_ends(source, result, flag, len(plans) > 1, minimize, (chosen, workloads))
         if exc is not None:
             rejected[result.combo] = exc
     refuse_values_invalid_everywhere(over, rejected, label)
@@ -181,7 +184,11 @@ def plan(
                 source.load_at(fleet.best.combo, knob, fleet.best.answer, flag)
             )
             if fixed is None:
-                fleet.headroom = _headroom(fleet, spec, source, runner, slots)
+                try:
+                    fleet.headroom = _headroom(fleet, spec, source, runner, slots)
+                except ContextError as exc:  # more load, and a request the model refuses
+                    where = exc.where.replace("the probe at --vary ", "at ")  # not the user's
+                    no_headroom = f"headroom not computed: {where}: {exc.message}"
             else:
                 notes.append(f"headroom not computed: {fixed}")
     fleet.notes += rule_notes(fleet) + fleet_notes(fleet)
@@ -310,13 +317,30 @@ def _moe_notes(combined: dict[str, Scenario], chosen: str, resolved: Scenario) -
 
 
 def _check_ends(
-    source: _Source, result: PlanResult, flag: str, several: bool, minimize: str
+    source: _Source,
+    result: PlanResult,
+    flag: str,
+    several: bool,
+    minimize: str,
+    judged: tuple[str, dict],
 ) -> InputError | None:
-    """Both ends load (a range the scenario rejects fails now), and cost has a price; with
-    several combinations, a combination the scenario rejects is marked and its error returned."""
+    """Both ends load (a range the scenario rejects fails now), their workloads fit the model's
+    context (the ends: the most load and the longest lengths a knob gives), and cost has a
+    price; with several combinations, a combination the scenario rejects is marked and its
+    error returned."""
+    chosen, workloads = judged  # the judged variant's name, and the workloads built so far
     try:
         for value in (result.values[0], result.values[-1]):
-            source.load_at(result.combo, result.knob, value, flag)
+            loaded = source.load_at(result.combo, result.knob, value, flag)
+            variant = _variant(loaded, chosen, source.label)[1]
+            try:
+                variant_workload(chosen, variant, workloads, variant)
+            except ContextError as exc:  # named by the combination that serves that model
+                over = ", ".join(f"--over {path}={value}" for path, value in result.combo)
+                where = f"{over}: {exc.where}" if over else exc.where
+                raise ContextError(source.label, where, exc.message) from None
+            except InputError:  # another problem of that workload: its probe names it, as before
+                pass
     except InputError as exc:
         if not several:
             raise

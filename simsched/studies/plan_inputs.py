@@ -12,6 +12,7 @@ from simsched.sim.recorder import SHED_REASONS
 from simsched.studies.fleet import MINIMIZE, Combo, combinations
 from simsched.studies.probing import RULES
 from simsched.studies.slo import Slo, check_targets, parse_slo
+from simsched.workload.context_limits import ContextError
 
 GUARD_LIMIT = 0.001
 GUARD_METRIC = f"shed_rate<={GUARD_LIMIT}"
@@ -168,11 +169,13 @@ def refuse_values_invalid_everywhere(
     over: dict[str, list] | None, rejected: dict[Combo, InputError], label: str
 ) -> None:
     """An `--over` value the scenario rejects in every combination is a typo, not an answer:
-    exit 2 naming it. A value rejected in some combinations only (tp=8 on one GPU) is a row."""
+    exit 2 naming it. A value rejected in some combinations only (tp=8 on one GPU) is a row, and
+    so is a model whose context the workload overruns (a ContextError): that is an answer."""
     for path, values in (over or {}).items():
         for value in values:
             mine = [c for c in combinations(over) if (path, value) in c]
-            if all(c in rejected for c in mine):
+            answered = all(isinstance(rejected.get(c), ContextError) for c in mine)
+            if all(c in rejected for c in mine) and not answered:
                 exc = rejected[mine[0]]
                 raise InputError(label, exc.where or f"--over {path}={value}", exc.message)
     if over and len(rejected) == len(combinations(over)):  # every combination, for mixed reasons

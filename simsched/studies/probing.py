@@ -25,8 +25,9 @@ from simsched.errors import InputError
 from simsched.results.confidence import INTERVAL, Estimate, estimate
 from simsched.studies.bisection import Probe
 from simsched.studies.knob import Number
-from simsched.studies.runners import InputProblem, Outcome, Task
+from simsched.studies.runners import ContextProblem, InputProblem, Outcome, Task
 from simsched.studies.slo import Slo
+from simsched.workload.context_limits import ContextError
 
 RULES = {
     "interval": f"each SLO holds at the pessimistic end of its {INTERVAL}",
@@ -105,6 +106,8 @@ def _probe_failure(spec: ProbeSpec, value: Number, error: str) -> Exception:
     if not isinstance(error, InputProblem):
         return RuntimeError(f"{where} failed: {error}")
     message = error.removeprefix(f"{spec.label}: ")
+    if isinstance(error, ContextProblem):  # the workload there, not the range, is the problem
+        return ContextError(spec.label, where, message)
     return InputError(spec.label, where, f"{message} (narrow --range to values that can run)")
 
 

@@ -24,6 +24,7 @@ from simsched.results.tenants import metrics_rows
 from simsched.studies.grid import relabel
 from simsched.studies.orphans import watched_pool
 from simsched.studies.plan_usage import RunUsage, run_usage
+from simsched.workload.context_limits import ContextError
 
 Progress = Callable[[int, int], None]
 
@@ -39,6 +40,10 @@ class Outcome(NamedTuple):
 class InputProblem(str):
     """An Outcome's error that is the user's input (an InputError's line), not a bug: a plan
     reports it as bad input. A str, so sweeps and pickling treat it as any other message."""
+
+
+class ContextProblem(InputProblem):
+    """An InputProblem that is a workload longer than the model serves (a ContextError)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,8 @@ def run_task(task: Task) -> Outcome:
         return Outcome(metrics_rows(result, classes=task.classes), None, usage)
     except InputError as exc:
         source = task.label if exc.source in (task.path, "") else exc.source
-        return Outcome([], InputProblem(relabel(exc, dict(task.labels), source)))
+        kind = ContextProblem if isinstance(exc, ContextError) else InputProblem
+        return Outcome([], kind(relabel(exc, dict(task.labels), source)))
     except Exception as exc:  # a bug at one point must not lose the other points' results
         return Outcome([], f"{type(exc).__name__}: {exc}")
 

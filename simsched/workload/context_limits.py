@@ -2,11 +2,11 @@
 
 A served engine refuses a request whose prompt and output tokens together exceed the model's
 context: vLLM's API server answers such a request with an error (its `--max-model-len`, which
-defaults to the config.json's `max_position_embeddings`). Simulated, such a request would be
-served as if the model could attend that far, a number no deployment gives. So a workload with
-one is refused before the run, naming the tenant's setting, how many requests and the longest;
-the model's `max_position_embeddings` states the limit (the presets carry their config's), and a
-model without one is not checked.
+defaults to what the config.json states). Simulated, such a request would be served as if the
+model could attend that far, a number no deployment gives. So a workload with one is refused
+before the run, naming the tenant's setting, how many requests and the longest; the model's
+`max_position_embeddings` states the limit (the presets carry their config's), and a model
+without one is not checked.
 
 A tenant's limit is the shortest context among the pools that may serve it (pool_eligibility.py):
 the router does not look at lengths, so any of them may get the request. Sessions are checked on
@@ -17,70 +17,110 @@ and answer) and its message, so a session's longest request is its last turn.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from simsched.config import presets
 from simsched.config.pool_eligibility import eligible_pools
 from simsched.errors import InputError
 
 
-def tenant_limits(scenario: Any) -> list[tuple[int, str] | None]:
-    """Per tenant, in declaration order: (context tokens, the model's name) of the shortest
-    context that may serve it, or None when no model states one (or the cluster has none)."""
+class ContextError(InputError):
+    """A workload with requests longer than the model serves: bad input, which a plan reports
+    as a combination that cannot run rather than a value to narrow its range around."""
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The shortest context a tenant's requests may meet, and whose it is."""
+
+    tokens: int
+    model: str
+    pool: str | None = None  # the pool serving it (cluster.pools), None for a single pool
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """One tenant's requests (or sessions) longer than its limit."""
+
+    tenant: int
+    over: int
+    total: int
+    longest: int
+    sessions: bool = False
+
+
+def tenant_limits(scenario: Any) -> list[Limit | None]:
+    """Per tenant, in declaration order: the shortest context that may serve it, or None when
+    no model states one (or the cluster has no model)."""
     cluster = scenario.cluster
     pools = getattr(cluster, "pools", None)
     if pools is None:
         limit = _limit_of(getattr(cluster, "model", None))
         return [limit] * len(scenario.tenants)
-    by_name = {pool.name: _limit_of(pool.model) for pool in pools}
+    by_name = {pool.name: _limit_of(pool.model, pool.name) for pool in pools}
     limits = []
     for entry, decode in eligible_pools(scenario.tenants, pools):
         stated = [by_name[name] for name in (*entry, *decode) if by_name[name] is not None]
-        limits.append(min(stated) if stated else None)
+        limits.append(min(stated, key=lambda limit: limit.tokens) if stated else None)
     return limits
 
 
-def _limit_of(model: Any) -> tuple[int, str] | None:
+def _limit_of(model: Any, pool: str | None = None) -> Limit | None:
     tokens = getattr(model, "max_position_embeddings", None)
-    return None if tokens is None else (tokens, model.name)
+    return None if tokens is None else Limit(tokens, model.name, pool)
 
 
-def check_table_context(scenario: Any, table: Any) -> None:
-    """Refuse a generated or replayed workload with a request longer than its tenant's model
-    serves. One pass over the columns (a NumPy comparison), so a plan pays it per probe."""
+def check_context(scenario: Any, table: Any, plans: Sequence[Any] = ()) -> None:
+    """Refuse a workload (its generated or replayed requests, and its sessions' plans) with a
+    request longer than its tenant's model serves: one line, the first such tenant in the
+    scenario's order, and how many others have them too."""
     limits = tenant_limits(scenario)
-    if len(table) == 0 or all(limit is None for limit in limits):
+    if all(limit is None for limit in limits):
         return
-    most = np.array([np.inf if limit is None else limit[0] for limit in limits])
+    overruns = table_overruns(limits, table) + session_overruns(limits, plans)
+    if overruns:
+        overruns.sort(key=lambda overrun: overrun.tenant)
+        raise _refusal(scenario, limits, overruns[0], len(overruns) - 1)
+
+
+def table_overruns(limits: list[Limit | None], table: Any) -> list[Overrun]:
+    """Each tenant's requests longer than its limit: one NumPy pass over the columns."""
+    if len(table) == 0:
+        return []
+    most = np.array([np.inf if limit is None else limit.tokens for limit in limits])
     tenant = table.tenant.astype(np.int64)
     lengths = table.prefill_tokens.astype(np.int64) + table.decode_tokens.astype(np.int64)
     over = lengths > most[tenant]
     if not over.any():
-        return
-    index = int(tenant[over][0])  # the first tenant, in arrival order, with such a request
-    mine = over & (tenant == index)
-    count, longest = int((tenant == index).sum()), int(lengths[mine].max())
-    raise _refusal(scenario, index, int(mine.sum()), count, "requests", longest)
+        return []
+    overruns = []
+    for index in np.unique(tenant[over]).tolist():
+        mine, hit = tenant == index, over & (tenant == index)
+        overruns.append(Overrun(index, int(hit.sum()), int(mine.sum()), int(lengths[hit].max())))
+    return overruns
 
 
-def check_session_context(scenario: Any, plans: Sequence[Any]) -> None:
-    """Refuse sessions (and closed-loop clients) whose longest request, a session's last turn
-    with the whole conversation before it, is longer than its tenant's model serves."""
-    limits = tenant_limits(scenario)
+def session_overruns(limits: list[Limit | None], plans: Sequence[Any]) -> list[Overrun]:
+    """Each reactive tenant's sessions (or closed-loop requests) whose longest request, a
+    session's last turn with the whole conversation before it, is longer than its limit."""
+    overruns = []
     for plan in plans:
         limit = limits[plan.tenant]
         if limit is None or len(plan.turns) == 0:
             continue
-        longest = _session_lengths(plan)
-        over = longest > limit[0]
+        longest = session_lengths(plan)
+        over = longest > limit.tokens
         if over.any():
-            what = "sessions" if plan.kind == "sessions" else "requests"
-            raise _refusal(scenario, plan.tenant, int(over.sum()), len(longest), what,
-                           int(longest.max()))  # fmt: skip
+            sessions = plan.kind == "sessions"
+            worst = int(longest.max())
+            overruns.append(Overrun(plan.tenant, int(over.sum()), len(longest), worst, sessions))
+    return overruns
 
 
-def _session_lengths(plan: Any) -> np.ndarray:
+def session_lengths(plan: Any) -> np.ndarray:
     """Each session's longest request: its system prompt (if it has one) and every turn's
     message and answer, the last turn's prompt and answer together."""
     sizes = np.asarray(plan.message, dtype=np.int64) + np.asarray(plan.answer, dtype=np.int64)
@@ -91,26 +131,46 @@ def _session_lengths(plan: Any) -> np.ndarray:
 
 
 def _refusal(
-    scenario: Any, index: int, over: int, total: int, what: str, longest: int
-) -> InputError:
-    tenant = scenario.tenants[index]
-    tokens, model = tenant_limits(scenario)[index]
-    carried = " (a turn's prompt carries the conversation so far)" if what == "sessions" else ""
-    return InputError(
+    scenario: Any, limits: list[Limit | None], overrun: Overrun, others: int
+) -> ContextError:
+    index = overrun.tenant
+    tenant, limit = scenario.tenants[index], limits[index]
+    what = "sessions" if overrun.sessions else "requests"
+    verb = "reaches" if overrun.over == 1 else "reach"
+    whose = f"model {limit.model!r}" + (f" (pool {limit.pool!r})" if limit.pool else "")
+    also = f"; {others} other tenant{'s' * (others != 1)} too" if others else ""
+    longer = (
+        f"model: {{preset: {limit.model}, max_position_embeddings: N}}"
+        if limit.model in presets.MODEL_PRESETS
+        else "the model's max_position_embeddings: N"
+    )
+    return ContextError(
         "",  # the caller names the scenario file
         _setting(scenario, index),
-        f"{over:,} of the {total:,} {what} of tenant {tenant.id!r} reach more prompt and output "
-        f"tokens than {model}'s context of {tokens:,}{carried}, the longest {longest:,}, which a "
-        "served engine refuses: shorten them, or serve a model with a longer context (the "
-        "model's max_position_embeddings; set it to your deployment's --max-model-len)",
+        f"{overrun.over:,} of the {overrun.total:,} {what} of tenant {tenant.id!r} {verb} more "
+        f"tokens than {whose} serves, {limit.tokens:,} ({_parts(tenant, overrun)}; the longest "
+        f"{overrun.longest:,}), which a served engine refuses{also}: shorten them, or serve a "
+        f"model with a longer context ({longer}, N your deployment's --max-model-len)",
     )
 
 
+def _parts(tenant: Any, overrun: Overrun) -> str:
+    """What a request's length is made of, as the tenant's settings make it."""
+    if overrun.sessions:
+        return "a turn's prompt carries the conversation so far: the prefix, every earlier turn"
+    if getattr(tenant, "prefix", None) is not None:
+        return f"prompt and output, with the prefix's {tenant.prefix.tokens:,} tokens"
+    return "prompt and output together"
+
+
 def _setting(scenario: Any, index: int) -> str:
-    """The tenant's setting its lengths come from: its trace, the scenario's, or its lengths."""
+    """The tenant's setting its lengths come from: its trace, the scenario's, or the tenant
+    (its lengths, a shared prefix and, for sessions, its turns add up)."""
     tenant = scenario.tenants[index]
     if getattr(tenant, "trace", None) is not None:
         return f"tenants[{index}].trace"
     if tenant.arrivals is None and getattr(scenario, "trace", None) is not None:
         return "trace"
-    return f"tenants[{index}].prefill_tokens"
+    if getattr(tenant, "prefix", None) is None and tenant.arrivals.kind not in ("sessions",):
+        return f"tenants[{index}].prefill_tokens"
+    return f"tenants[{index}]"

@@ -105,8 +105,12 @@ def _refusal(path: Path, overrides: list[str] | None = None) -> str:
 def test_fixed_lengths_over_the_context_are_refused_and_at_it_run(tmp_path: Path) -> None:
     # 8,000 + 193 = 8,193 tokens: one over Llama 3 8B's 8,192, all 3 requests
     message = _refusal(_scenario(tmp_path, [_fixed(8000, 193)]))
-    assert message.startswith("tenants[0].prefill_tokens: 3 of the 3 requests of tenant 't'")
-    assert "than llama-3-8b's context of 8,192, the longest 8,193" in message
+    assert message.startswith(
+        "tenants[0].prefill_tokens: 3 of the 3 requests of tenant 't' reach more tokens than "
+        "model 'llama-3-8b' serves, 8,192 (prompt and output together; the longest 8,193), "
+        "which a served engine refuses: shorten them, or serve a model with a longer context "
+        "(model: {preset: llama-3-8b, max_position_embeddings: N}"
+    )
     # 8,000 + 192 = 8,192: exactly the context, served
     result = simulate(load_scenario(_scenario(tmp_path, [_fixed(8000, 192)])))
     assert len(result.requests) == 3
@@ -117,8 +121,8 @@ def test_the_system_prompt_counts_and_the_tenant_is_named(tmp_path: Path) -> Non
     short = _fixed(100, 10, tenant="short")
     long = _fixed(4000, 200, count=5, tenant="long") | {"prefix": {"tokens": 4000}}
     message = _refusal(_scenario(tmp_path, [short, long]))
-    assert message.startswith("tenants[1].prefill_tokens: 5 of the 5 requests of tenant 'long'")
-    assert "the longest 8,200" in message
+    assert message.startswith("tenants[1]: 5 of the 5 requests of tenant 'long' reach more")
+    assert "(prompt and output, with the prefix's 4,000 tokens; the longest 8,200)" in message
 
 
 def test_a_trace_names_its_setting_and_counts_its_long_rows(tmp_path: Path) -> None:
@@ -152,9 +156,9 @@ def test_sessions_are_checked_on_their_last_turn(tmp_path: Path) -> None:
     }
     model = {"preset": "llama-3-8b", "max_position_embeddings": 6999}
     message = _refusal(_scenario(tmp_path, [tenant], {"model": model}))
-    assert message.startswith("tenants[0].prefill_tokens: 4 of the 4 sessions of tenant 'chat'")
-    assert "context of 6,999 (a turn's prompt carries the conversation so far)" in message
-    assert "the longest 7,000" in message
+    assert message.startswith("tenants[0]: 4 of the 4 sessions of tenant 'chat' reach more")
+    assert "serves, 6,999 (a turn's prompt carries the conversation so far" in message
+    assert "the longest 7,000)" in message
     model["max_position_embeddings"] = 7000
     result = simulate(load_scenario(_scenario(tmp_path, [tenant], {"model": model})))
     assert len(result.requests) == 12
@@ -169,8 +173,8 @@ def test_closed_loop_clients_count_their_shared_file(tmp_path: Path) -> None:
         "prefix": {"tokens": 7600, "groups": 2},  # 7,600 + 500 + 100 = 8,200
     }
     message = _refusal(_scenario(tmp_path, [tenant]))
-    assert message.startswith("tenants[0].prefill_tokens: 6 of the 6 requests of tenant 'ide'")
-    assert "the longest 8,200" in message
+    assert message.startswith("tenants[0]: 6 of the 6 requests of tenant 'ide' reach more")
+    assert "the prefix's 7,600 tokens; the longest 8,200)" in message
 
 
 def test_a_variant_serving_a_shorter_context_is_named(tmp_path: Path) -> None:
@@ -181,7 +185,10 @@ def test_a_variant_serving_a_shorter_context_is_named(tmp_path: Path) -> None:
     path = _scenario(tmp_path, [_fixed(5000, 100)], {"model": "llama-3.1-8b"}, variants=variants)
     message = _refusal(path)
     assert message.startswith("variant 'short': tenants[0].prefill_tokens: 3 of the 3 requests")
-    assert "than llama-2-7b's context of 4,096, the longest 5,100" in message
+    assert (
+        "than model 'llama-2-7b' serves, 4,096 (prompt and output together; the longest 5,100)"
+        in (message)
+    )
     # the scenario's own problem is not blamed on a variant
     cached = [{"name": "cached", "set": {"cluster.prefix_caching": True}}]
     own = _scenario(tmp_path, [_fixed(9000, 100)], variants=cached)
@@ -216,7 +223,8 @@ def test_pools_limit_each_tenant_by_the_pools_that_may_serve_it(tmp_path: Path) 
     raw["tenants"][0].pop("pools")
     path.write_text(yaml.safe_dump(raw), encoding="utf-8")
     message = _refusal(path)
-    assert "than llama-3-8b's context of 8,192, the longest 20,100" in message
+    assert "than model 'llama-3-8b' (pool 'short') serves, 8,192 (" in message
+    assert "the longest 20,100)" in message
 
 
 def test_the_cli_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, simsched_cli) -> None:
@@ -229,7 +237,7 @@ def test_the_cli_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, simsch
     assert "Traceback" not in stdout + err
     assert not out.exists()
     code, _, err = simsched_cli("validate", path)
-    assert code == 2 and "llama-3-8b's context of 8,192" in err
+    assert code == 2 and "model 'llama-3-8b' serves, 8,192" in err
 
 
 # --- config.json import ----------------------------------------------------------------------
@@ -304,3 +312,72 @@ def test_a_bad_rope_factor_names_the_field(tmp_path: Path) -> None:
     raw = DENSE | {"max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": 0}}
     with pytest.raises(ValueError, match=r"rope_scaling\.factor must be a number above 0"):
         presets.from_hf_config(_config(tmp_path, raw))
+
+
+def test_every_overrunning_tenant_is_counted_and_the_first_declared_is_named(tmp_path) -> None:
+    # tenants[0] (sessions, drawn apart from the table) and tenants[2] overrun, tenants[1] not:
+    # the first in the scenario's order is named, the other counted
+    chat = {
+        "id": "chat",
+        "arrivals": {
+            "kind": "sessions",
+            "start": {"kind": "periodic", "interval_ms": 1000, "count": 2},
+            "turns": 5,
+            "think_time_ms": 10,
+        },
+        "prefill_tokens": 1000,
+        "decode_tokens": 1000,  # 5 x 2,000 = 10,000 > 8,192
+    }
+    tenants = [chat, _fixed(100, 10, tenant="fine"), _fixed(9000, 1, count=1, tenant="big")]
+    message = _refusal(_scenario(tmp_path, tenants))
+    assert message.startswith("tenants[0]: 2 of the 2 sessions of tenant 'chat' reach more")
+    assert "which a served engine refuses; 1 other tenant too: shorten them" in message
+    # one request over: the verb agrees
+    assert "1 of the 1 requests of tenant 'big' reaches more" in _refusal(
+        _scenario(tmp_path, tenants[1:])
+    )
+
+
+def test_a_model_that_is_no_preset_is_told_to_set_its_own_context(tmp_path: Path) -> None:
+    shape = {k: v for k, v in presets.MODEL_PRESETS["llama-3-8b"].items()} | {"name": "mine"}
+    message = _refusal(_scenario(tmp_path, [_fixed(9000, 1)], {"model": shape}))
+    assert "than model 'mine' serves, 8,192" in message
+    assert "(the model's max_position_embeddings: N, N your deployment's --max-model-len)" in (
+        message
+    )
+
+
+# --- plans -----------------------------------------------------------------------------------
+
+
+def test_a_plan_over_models_shows_a_model_the_workload_overruns_as_invalid(tmp_path) -> None:
+    from simsched.studies.plan import plan
+
+    # 5,000 + 100 tokens: over Llama 2's 4,096, within Llama 3.1's 131,072
+    path = _scenario(tmp_path, [_fixed(5000, 100, count=4)], {"model": "llama-3.1-8b"})
+    result = plan(
+        path,
+        "cluster.replicas",
+        "1:2",
+        ["all.shed<=100"],
+        over={"cluster.model": ["llama-2-7b", "llama-3.1-8b"]},
+        headroom=False,
+    )
+    rows = {dict(r.combo)["cluster.model"]: r for r in result.plans}
+    assert rows["llama-2-7b"].answer is None
+    assert "4 of the 4 requests of tenant 't' reach more tokens than model 'llama-2-7b' serves, " \
+        "4,096" in rows["llama-2-7b"].error  # fmt: skip
+    assert rows["llama-3.1-8b"].answer == 1
+    assert result.best is rows["llama-3.1-8b"]
+
+
+def test_a_plan_whose_every_model_is_overrun_exits_2_naming_it(tmp_path, simsched_cli) -> None:
+    path = _scenario(tmp_path, [_fixed(5000, 100, count=4)])  # llama-3-8b holds 5,100 tokens
+    args = ["plan", path, "--vary", "cluster.replicas", "--range", "1:2", "--slo", "all.shed<=100"]
+    code, _, err = simsched_cli(*args, "--set", "cluster.model=llama-2-7b")
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"{path}: tenants[0].prefill_tokens: 4 of the 4 requests"), err
+    # Llama 2 7B and 13B both serve 4,096 tokens: no combination can run
+    code, _, err = simsched_cli(*args, "--over", "cluster.model=llama-2-7b,llama-2-13b")
+    assert code == 2 and err.count("\n") == 1
+    assert f"{path}: --over cluster.model=llama-2-7b: tenants[0].prefill_tokens: 4 of" in err
