@@ -38,7 +38,7 @@ from simsched.sim.engine import request_costs, run_variant
 from simsched.sim.reactive import has_reactive, session_columns
 from simsched.sim.timeline import TIMELINE_COLUMNS
 from simsched.workload.build import build_workload, prefix_rng, tenant_rng
-from simsched.workload.context_limits import check_context, tenant_limits
+from simsched.workload.context_limits import ContextError, check_context
 from simsched.workload.session_plans import session_plans
 from simsched.workload.table import RequestTable
 
@@ -186,15 +186,35 @@ def variant_workload(
     if table is None:
         with _named_variant(name, own):
             table = cache[key] = build_workload(scenario)
-    # the lengths and the contexts are the scenario's (a variant may read a trace's prefix ids
-    # the scenario does not: the lengths are the same)
-    own = _lengths_key(scenario) == _lengths_key(base)
-    own = own and tenant_limits(scenario) == tenant_limits(base)
-    # sessions are drawn up front: their longest turns are known before the run too
-    plans = session_plans(at_load_scale(scenario), tenant_rng, prefix_rng)
-    with _named_variant(name, own):
-        check_context(scenario, table, plans)
+    try:
+        check_context(scenario, table, _plans(scenario))
+    except ContextError as exc:
+        if scenario is not base:  # the scenario's own overrun is its own, not the variant's
+            _refuse_if_the_scenario_overruns(base, cache, exc.where)
+        with _named_variant(name, scenario is base):
+            raise
     return table
+
+
+def _plans(scenario: Scenario) -> list:
+    """Sessions are drawn up front: their longest turns are known before the run too."""
+    return session_plans(at_load_scale(scenario), tenant_rng, prefix_rng)
+
+
+def _refuse_if_the_scenario_overruns(base: Scenario, cache: dict, where: str) -> None:
+    """Raise the scenario's own context refusal when it has the same one as a variant (a
+    variant that changes another tenant is not to blame); else return."""
+    key = _workload_key(base)
+    try:
+        table = cache.get(key)
+        if table is None:
+            table = cache[key] = build_workload(base)
+        check_context(base, table, _plans(base))
+    except ContextError as exc:
+        if exc.where == where:
+            raise
+    except InputError:  # the scenario's workload has another problem: the variant's is named
+        pass
 
 
 @contextmanager
@@ -216,11 +236,6 @@ def _workload_key(scenario: Scenario) -> str:
         mode="json", include={"seed", "load_scale", "tenants", "trace", "limits"}
     )
     settings["prefix_ids"] = uses_prefixes(scenario.cluster)  # trace hash_ids read or not
-    return json.dumps(settings, sort_keys=True)
-
-
-def _lengths_key(scenario: Scenario) -> str:
-    settings = scenario.model_dump(mode="json", include={"seed", "load_scale", "tenants", "trace"})
     return json.dumps(settings, sort_keys=True)
 
 

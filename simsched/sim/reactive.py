@@ -20,6 +20,7 @@ from simsched.sim.recorder import PER_REQUEST_ARRAYS, Recorder
 from simsched.sim.requests import Request
 from simsched.sim.session_feed import ReactiveFeed
 from simsched.workload.build import prefix_rng, tenant_rng
+from simsched.workload.context_limits import send_limits, sent_refusal
 from simsched.workload.session_plans import is_reactive, session_plans
 
 _GROWING = PER_REQUEST_ARRAYS
@@ -81,7 +82,15 @@ class ReactiveTickGateway(TickGateway):
 
 def reactive_feed(env, scenario, feed: Feed, recorder: GrowingRecorder, costs) -> ReactiveFeed:
     plans = session_plans(at_load_scale(scenario), tenant_rng, prefix_rng)
-    reactive = ReactiveFeed(env, feed, plans, costs, on_sent=recorder.ensure)
+    limits = send_limits(scenario, plans)  # the rest were checked before the run
+
+    def refuse_longer(tenant: int, tokens: int, now: float) -> None:
+        if tokens > limits[tenant].tokens:
+            raise sent_refusal(scenario, tenant, limits[tenant], tokens, now)
+
+    reactive = ReactiveFeed(
+        env, feed, plans, costs, recorder.ensure, refuse_longer, frozenset(limits)
+    )
     recorder.feed = reactive
     return reactive
 

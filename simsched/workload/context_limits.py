@@ -11,7 +11,9 @@ without one is not checked.
 A tenant's limit is the shortest context among the pools that may serve it (pool_eligibility.py):
 the router does not look at lengths, so any of them may get the request. Sessions are checked on
 their plans: a turn's prompt is the conversation so far (the system prompt, every earlier message
-and answer) and its message, so a session's longest request is its last turn.
+and answer) and its message, so a session's longest request is its last turn. Closed-loop clients
+that stop at `duration_s` send as many of their planned requests as the run lets them: theirs are
+checked as they are sent (`send_limits`, sim/session_feed.py), the first too long ending the run.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ def session_overruns(limits: list[Limit | None], plans: Sequence[Any]) -> list[O
     overruns = []
     for plan in plans:
         limit = limits[plan.tenant]
-        if limit is None or len(plan.turns) == 0:
+        if limit is None or len(plan.turns) == 0 or sent_as_it_goes(plan):
             continue
         longest = session_lengths(plan)
         over = longest > limit.tokens
@@ -118,6 +120,39 @@ def session_overruns(limits: list[Limit | None], plans: Sequence[Any]) -> list[O
             worst = int(longest.max())
             overruns.append(Overrun(plan.tenant, int(over.sum()), len(longest), worst, sessions))
     return overruns
+
+
+def sent_as_it_goes(plan: Any) -> bool:
+    """Closed-loop clients that stop at `duration_s`: how many of their `count` planned
+    requests they send depends on the run, so each is checked as it is sent (`send_limits`)."""
+    return plan.kind == "closed_loop" and plan.spec.duration_s is not None
+
+
+def send_limits(scenario: Any, plans: Sequence[Any]) -> dict[int, Limit]:
+    """The limits the reactive feed checks as it sends (`sent_as_it_goes`), by tenant index."""
+    limits = tenant_limits(scenario)
+    return {
+        plan.tenant: limits[plan.tenant]
+        for plan in plans
+        if sent_as_it_goes(plan) and limits[plan.tenant] is not None
+    }
+
+
+def sent_refusal(
+    scenario: Any, index: int, limit: Limit, tokens: int, at_ms: float
+) -> ContextError:
+    """A closed-loop client's request, as it is sent, longer than its model serves."""
+    tenant = scenario.tenants[index]
+    parts = _parts(scenario, index, Overrun(index, 1, 1, tokens))
+    return ContextError(
+        "",
+        _setting(scenario, index),
+        f"a request the closed-loop clients of tenant {tenant.id!r} sent at "
+        f"{at_ms / 1000:,.3f} s has {tokens:,} tokens, more than {_whose(limit)} serves, "
+        f"{limit.tokens:,} ({parts}), "
+        "which a served engine refuses: shorten its lengths, or serve a model with a longer "
+        f"context ({_longer(limit)}, N your deployment's --max-model-len)",
+    )
 
 
 def session_lengths(plan: Any) -> np.ndarray:
@@ -137,29 +172,39 @@ def _refusal(
     tenant, limit = scenario.tenants[index], limits[index]
     what = "sessions" if overrun.sessions else "requests"
     verb = "reaches" if overrun.over == 1 else "reach"
-    whose = f"model {limit.model!r}" + (f" (pool {limit.pool!r})" if limit.pool else "")
     also = f"; {others} other tenant{'s' * (others != 1)} too" if others else ""
-    longer = (
-        f"model: {{preset: {limit.model}, max_position_embeddings: N}}"
-        if limit.model in presets.MODEL_PRESETS
-        else "the model's max_position_embeddings: N"
-    )
+    parts = _parts(scenario, index, overrun)
     return ContextError(
         "",  # the caller names the scenario file
         _setting(scenario, index),
         f"{overrun.over:,} of the {overrun.total:,} {what} of tenant {tenant.id!r} {verb} more "
-        f"tokens than {whose} serves, {limit.tokens:,} ({_parts(tenant, overrun)}; the longest "
+        f"tokens than {_whose(limit)} serves, {limit.tokens:,} ({parts}; the longest "
         f"{overrun.longest:,}), which a served engine refuses{also}: shorten them, or serve a "
-        f"model with a longer context ({longer}, N your deployment's --max-model-len)",
+        f"model with a longer context ({_longer(limit)}, N your deployment's --max-model-len)",
     )
 
 
-def _parts(tenant: Any, overrun: Overrun) -> str:
+def _whose(limit: Limit) -> str:
+    return f"model {limit.model!r}" + (f" (pool {limit.pool!r})" if limit.pool else "")
+
+
+def _longer(limit: Limit) -> str:
+    """How to give the model a longer context: on a preset, the mapping that keeps the preset."""
+    if limit.model in presets.MODEL_PRESETS:
+        return f"model: {{preset: {limit.model}, max_position_embeddings: N}}"
+    return "the model's max_position_embeddings: N"
+
+
+def _parts(scenario: Any, index: int, overrun: Overrun) -> str:
     """What a request's length is made of, as the tenant's settings make it."""
+    tenant = scenario.tenants[index]
     if overrun.sessions:
         return "a turn's prompt carries the conversation so far: the prefix, every earlier turn"
     if getattr(tenant, "prefix", None) is not None:
         return f"prompt and output, with the prefix's {tenant.prefix.tokens:,} tokens"
+    own = tenant.arrivals is not None and getattr(tenant, "trace", None) is None
+    if own and getattr(scenario, "trace", None) is not None:  # its rows may be the trace's
+        return "prompt and output together, from its lengths or the scenario's trace"
     return "prompt and output together"
 
 

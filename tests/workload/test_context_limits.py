@@ -381,3 +381,141 @@ def test_a_plan_whose_every_model_is_overrun_exits_2_naming_it(tmp_path, simsche
     code, _, err = simsched_cli(*args, "--over", "cluster.model=llama-2-7b,llama-2-13b")
     assert code == 2 and err.count("\n") == 1
     assert f"{path}: --over cluster.model=llama-2-7b: tenants[0].prefill_tokens: 4 of" in err
+
+
+# --- the correctness review's cases ----------------------------------------------------------
+
+
+def test_closed_loop_clients_that_stop_at_a_duration_are_checked_as_they_send(tmp_path) -> None:
+    # 100 planned requests of 9,000 + 100, but the clients stop after 1 s: they are checked as
+    # they go, and the first one sent (at 0 s) is refused with its length
+    clients = {
+        "id": "ide",
+        "arrivals": {"kind": "closed_loop", "concurrency": 1, "count": 100, "duration_s": 1},
+        "prefill_tokens": 9000,
+        "decode_tokens": 100,
+    }
+    message = _refusal(_scenario(tmp_path, [clients]))
+    assert message.startswith(
+        "tenants[0].prefill_tokens: a request the closed-loop clients of tenant 'ide' sent at "
+        "0.000 s has 9,100 tokens, more than model 'llama-3-8b' serves, 8,192"
+    )
+    # planned requests it never sends are not refused: 1 s holds 1 request of 9,000 tokens on
+    # one replica only if it is short enough, so here every request fits and it runs
+    clients |= {"prefill_tokens": 8000, "decode_tokens": 192}
+    assert len(simulate(load_scenario(_scenario(tmp_path, [clients]))).requests) >= 1
+
+
+def test_a_variant_changing_another_tenant_is_not_blamed(tmp_path: Path) -> None:
+    variants = [{"name": "more_batch", "set": {"tenants.b.decode_tokens": 50}}]
+    tenants = [_fixed(9000, 10, tenant="chat"), _fixed(100, 10, tenant="b")]
+    message = _refusal(_scenario(tmp_path, tenants, variants=variants))
+    assert message.startswith("tenants[0].prefill_tokens: 3 of the 3 requests of tenant 'chat'")
+    # a variant that lengthens the prompts is to blame
+    longer = [{"name": "longer", "set": {"tenants.chat.prefill_tokens": 9000}}]
+    tenants[0] = _fixed(100, 10, tenant="chat")
+    message = _refusal(_scenario(tmp_path, tenants, variants=longer))
+    assert message.startswith("variant 'longer': tenants[0].prefill_tokens: 3 of the 3")
+
+
+def test_every_variant_is_checked_before_the_first_runs(tmp_path: Path) -> None:
+    variants = [
+        {"name": "fine", "set": {"cluster.model": "llama-3.1-8b"}},
+        {"name": "short", "set": {"cluster.model": "llama-2-7b"}},
+    ]
+    ran: list[str] = []
+    path = _scenario(tmp_path, [_fixed(5000, 100)], variants=variants)
+    with pytest.raises(InputError, match="variant 'short'"):
+        simulate(load_scenario(path), progress=lambda name, done, total: ran.append(name))
+    assert ran == []
+
+
+def test_the_first_declared_tenant_is_named_whatever_arrives_first(tmp_path: Path) -> None:
+    late = _fixed(9000, 1, tenant="late") | {
+        "arrivals": {"kind": "periodic", "start_ms": 5000, "interval_ms": 1000, "count": 1}
+    }
+    early = _fixed(9000, 1, tenant="early")  # arrives at 0, declared second
+    message = _refusal(_scenario(tmp_path, [late, early]))
+    assert message.startswith("tenants[0].prefill_tokens: 1 of the 1 requests of tenant 'late'")
+    assert "; 1 other tenant too" in message
+
+
+def test_the_scenarios_trace_is_named(tmp_path: Path) -> None:
+    (tmp_path / "r.csv").write_text(
+        "request_id,tenant_id,arrival_ms,prefill_tokens,decode_tokens\n"
+        "a-1,agent,10,600,120\na-2,agent,20,8100,100\na-3,agent,30,100,10\n",
+        encoding="utf-8",
+    )
+    path = _scenario(tmp_path, [{"id": "agent"}], trace={"path": "r.csv"})
+    message = _refusal(path)
+    assert message.startswith("trace: 1 of the 3 requests of tenant 'agent' reaches more")
+    assert "the longest 8,200)" in message
+
+
+def test_load_scale_draws_the_sessions_the_run_sends(tmp_path: Path) -> None:
+    session = {
+        "id": "chat",
+        "arrivals": {
+            "kind": "sessions",
+            "start": {"kind": "poisson", "rate_per_s": 2, "duration_s": 5},
+            "turns": 2,
+        },
+        "prefill_tokens": 4000,
+        "decode_tokens": 100,  # 2 x 4,100 = 8,200 > 8,192: every session
+    }
+    path = _scenario(tmp_path, [session])
+    counts = []
+    for scale in ("1", "3"):
+        message = _refusal(path, [f"load_scale={scale}"])
+        counts.append(int(message.split(" of the ")[1].split(" ")[0]))
+    # three times the rate: about three times the sessions (Poisson counts, so not exactly)
+    assert 2 * counts[0] < counts[1] < 4 * counts[0]
+
+
+def test_a_decode_pool_with_a_shorter_context_limits_its_tenants(tmp_path: Path) -> None:
+    short = {"preset": "llama-3.1-8b", "max_position_embeddings": 8192}
+    pools = [
+        {"name": "prefill", "role": "prefill", "replicas": 1, "model": "llama-3.1-8b"},
+        {"name": "decode", "role": "decode", "replicas": 1, "model": short},
+    ]
+    raw = yaml.safe_load(_scenario(tmp_path, [_fixed(9000, 100)]).read_text())
+    raw["cluster"] = {"service_model": "pools", "pools": pools}
+    path = tmp_path / "pd.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    message = _refusal(path)
+    assert "than model 'llama-3.1-8b' (pool 'decode') serves, 8,192 (" in message
+    # a pool without a context does not lift the one that has it
+    pools[1]["model"] = {"preset": "llama-3.1-8b", "max_position_embeddings": None}
+    pools[0]["model"] = short
+    path.write_text(yaml.safe_dump(raw | {"cluster": {"pools": pools}}), encoding="utf-8")
+    assert "(pool 'prefill') serves, 8,192 (" in _refusal(path)
+
+
+def test_sessions_lengths_against_a_brute_force_over_drawn_plans() -> None:
+    from simsched.config.loading import validate as validate_raw
+    from simsched.workload.build import prefix_rng, tenant_rng
+    from simsched.workload.context_limits import session_lengths
+    from simsched.workload.session_plans import session_plans
+
+    tenant = {
+        "id": "chat",
+        "arrivals": {
+            "kind": "sessions",
+            "start": {"kind": "poisson", "rate_per_s": 5, "duration_s": 20},
+            "turns": {"dist": "uniform", "low": 1, "high": 9},
+        },
+        "prefill_tokens": {"dist": "lognormal", "median": 300, "sigma": 0.8, "max": 5000},
+        "decode_tokens": {"dist": "lognormal", "median": 200, "sigma": 0.6, "max": 3000},
+        "prefix": {"tokens": 700, "groups": 3},
+    }
+    raw = {"tenants": [tenant], "cluster": {"service_model": "continuous_batching"}}
+    (plan,) = session_plans(validate_raw(raw, "x.yaml"), tenant_rng, prefix_rng)
+    expected = []
+    for number, turns in enumerate(plan.turns.tolist()):
+        first = int(plan.first_turn[number])
+        total = 700 if plan.group[number] >= 0 else 0
+        for turn in range(first, first + turns):  # each turn adds its message and its answer
+            total += int(plan.message[turn]) + int(plan.answer[turn])
+        expected.append(total)
+    assert len(set(plan.turns.tolist())) > 3  # the sessions differ in length
+    assert session_lengths(plan).tolist() == expected
