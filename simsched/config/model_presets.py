@@ -209,35 +209,59 @@ def from_hf_config(path: str, precision_stated: bool = False) -> dict[str, Any]:
 # RoPE scalings whose factor vLLM does not apply to the context: Llama 3.1's `llama3` (its
 # max_position_embeddings is already the scaled context) and Phi-3's LongRoPE (`su`, `longrope`)
 UNSCALED_ROPE = ("su", "longrope", "llama3")
+# The config.json keys vLLM reads a context from, the smallest winning (`_get_and_verify_max_len`
+# in vllm/config/model.py); Cohere's `model_max_length`, where given, wins over them all
+CONTEXT_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
 
 
 def served_context(raw: dict[str, Any], path: str) -> int | None:
     """The context vLLM serves a config.json at by default (vllm/config/model.py,
-    `_get_and_verify_max_len`): `max_position_embeddings`, times the RoPE scaling's `factor`
-    unless its type is in UNSCALED_ROPE, YaRN's from its `original_max_position_embeddings`
-    (Qwen3 with YaRN turned on: 32,768 x 4 = 131,072; gpt-oss: 4,096 x 32 = 131,072, its own
-    max_position_embeddings); LongRoPE's, the config's `original_max_position_embeddings`.
-    None without a max_position_embeddings: no limit is checked."""
-    context = _whole(raw, "max_position_embeddings", MOST_CONTEXT, path, required=False)
+    `_get_and_verify_max_len`): the smallest of CONTEXT_KEYS (`model_max_length` where given),
+    times the RoPE scaling's `factor` unless its type is in UNSCALED_ROPE (or the model is a
+    Gemma 3, whose context is scaled already), YaRN's from its
+    `original_max_position_embeddings` (Qwen3 with YaRN turned on: 32,768 x 4 = 131,072;
+    gpt-oss: 4,096 x 32 = 131,072, its own max_position_embeddings); LongRoPE's, the config's
+    `original_max_position_embeddings`. None without any of the keys: no limit is checked."""
+    found = {k: _whole(raw, k, MOST_CONTEXT, path, required=False) for k in CONTEXT_KEYS}
+    stated = [value for value in found.values() if value is not None]
+    if not stated:
+        return None
+    context = found["model_max_length"] or min(stated)
     rope = raw.get("rope_scaling") or raw.get("rope_parameters")
-    if context is None or not isinstance(rope, dict):
+    if not isinstance(rope, dict) or "gemma3" in str(raw.get("model_type", "")):
         return context
     key = "rope_scaling" if raw.get("rope_scaling") else "rope_parameters"
-    kind = rope.get("rope_type", rope.get("type"))
-    if kind in ("su", "longrope"):
-        original = _whole(raw, "original_max_position_embeddings", MOST_CONTEXT, path, False)
-        return original or context
-    if kind in UNSCALED_ROPE or rope.get("factor") is None:
-        return context
-    factor = rope["factor"]
-    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor < 2**20:
-        raise ValueError(f"{path}: {key}.factor must be a number above 0, not {factor!r}")
-    if kind == "yarn":
-        field = f"{key}.original_max_position_embeddings"
-        base = _whole(rope, "original_max_position_embeddings", MOST_CONTEXT, f"{path} ({field})",
-                      required=False) or context  # fmt: skip
-    else:
-        base = context
+    # transformers v5 keys the parameters by layer type; vLLM takes one factor for them all
+    layers = rope.values() if all(isinstance(v, dict) for v in rope.values()) else [rope]
+    factor, base = 1.0, context
+    for parameters in layers:
+        kind = parameters.get("rope_type", parameters.get("type"))
+        if kind in ("su", "longrope"):
+            original = _whole(raw, "original_max_position_embeddings", MOST_CONTEXT, path, False)
+            return original or context
+        if kind in UNSCALED_ROPE or parameters.get("factor") is None:
+            continue
+        factor = parameters["factor"]
+        if (
+            isinstance(factor, bool)
+            or not isinstance(factor, int | float)
+            or not 0 < factor < 2**20
+        ):
+            raise ValueError(f"{path}: {key}.factor must be a number above 0, not {factor!r}")
+        if kind == "yarn":
+            field = f"{path} ({key}.original_max_position_embeddings)"
+            base = _whole(parameters, "original_max_position_embeddings", MOST_CONTEXT, field,
+                          required=False) or context  # fmt: skip
     return min(int(base * factor), MOST_CONTEXT)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,7 +39,7 @@ from simsched.sim.engine import request_costs, run_variant
 from simsched.sim.reactive import has_reactive, session_columns
 from simsched.sim.timeline import TIMELINE_COLUMNS
 from simsched.workload.build import build_workload, prefix_rng, tenant_rng
-from simsched.workload.context_limits import ContextError, check_context
+from simsched.workload.context_limits import ContextError, check_context, tenant_limits
 from simsched.workload.session_plans import session_plans
 from simsched.workload.table import RequestTable
 
@@ -73,7 +74,10 @@ def simulate(
     for name, resolved in chosen:
         table = variant_workload(name, resolved, workloads, scenario)
         tick = (lambda done, total, name=name: progress(name, done, total)) if progress else None
-        run = run_variant(resolved, table, tick)
+        try:
+            run = run_variant(resolved, table, tick)
+        except ContextError as exc:  # closed-loop clients checked as they send
+            raise _blamed(name, resolved, scenario, exc) from None
         if run.table is not None:  # sessions: what was sent is known only now
             table = run.table
         frame = variant_frame(name, resolved, table, request_costs(resolved, table), run.recorder)
@@ -189,10 +193,7 @@ def variant_workload(
     try:
         check_context(scenario, table, _plans(scenario))
     except ContextError as exc:
-        if scenario is not base:  # the scenario's own overrun is its own, not the variant's
-            _refuse_if_the_scenario_overruns(base, cache, exc.where)
-        with _named_variant(name, scenario is base):
-            raise
+        raise _blamed(name, scenario, base, exc) from None
     return table
 
 
@@ -201,20 +202,38 @@ def _plans(scenario: Scenario) -> list:
     return session_plans(at_load_scale(scenario), tenant_rng, prefix_rng)
 
 
-def _refuse_if_the_scenario_overruns(base: Scenario, cache: dict, where: str) -> None:
-    """Raise the scenario's own context refusal when it has the same one as a variant (a
-    variant that changes another tenant is not to blame); else return."""
-    key = _workload_key(base)
-    try:
-        table = cache.get(key)
-        if table is None:
-            table = cache[key] = build_workload(base)
-        check_context(base, table, _plans(base))
-    except ContextError as exc:
-        if exc.where == where:
-            raise
-    except InputError:  # the scenario's workload has another problem: the variant's is named
-        pass
+def _blamed(name: str, scenario: Scenario, base: Scenario, exc: ContextError) -> ContextError:
+    """A variant's context overrun, named by the variant unless the scenario has it too: the
+    refused tenant's settings, its limit (model and context) and the workload's seed, load and
+    trace are the scenario's own. Only that tenant is compared: a variant that changes another
+    one is not to blame, and one that serves it another model is."""
+    index = _refused_tenant(exc.where)
+    if index is None:  # the scenario's trace: every tenant may read it
+        indices = range(len(scenario.tenants))
+    else:
+        indices = range(index, index + 1) if index < len(base.tenants) else range(0)
+    own = scenario is base or (
+        len(indices) > 0
+        and len(scenario.tenants) == len(base.tenants)
+        and all(_tenant_settings(scenario, i) == _tenant_settings(base, i) for i in indices)
+    )
+    if own:
+        return exc
+    return ContextError(exc.source, _join(f"variant {name!r}", exc.where), exc.message)
+
+
+def _refused_tenant(where: str) -> int | None:
+    """The tenant a context refusal names (`tenants[i]...`), or None for the scenario's trace,
+    which every tenant may read."""
+    match = re.match(r"tenants\[(\d+)\]", where)
+    return int(match.group(1)) if match else None
+
+
+def _tenant_settings(scenario: Scenario, index: int) -> str:
+    settings = scenario.model_dump(mode="json", include={"seed", "load_scale", "trace"})
+    settings["tenant"] = scenario.tenants[index].model_dump(mode="json")
+    settings["limit"] = repr(tenant_limits(scenario)[index])
+    return json.dumps(settings, sort_keys=True)
 
 
 @contextmanager

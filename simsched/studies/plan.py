@@ -147,10 +147,12 @@ def plan(
     plans = [
         PlanResult(knob, chosen, maximize, values, parsed, combo=c) for c in combinations(over)
     ]
+    seed_list = tuple(range(base.seed, base.seed + seeds)) if seeds > 1 else (None,)
     rejected = {}
     workloads: dict = {}  # the ends' workloads, for their context check: one per distinct workload
     for result in plans:
-        exc = _check_ends(source, result, flag, len(plans) > 1, minimize, (chosen, workloads))
+        judged = (chosen, workloads, seed_list)
+        exc = _check_ends(source, result, flag, len(plans) > 1, minimize, judged)
         if exc is not None:
             rejected[result.combo] = exc
     refuse_values_invalid_everywhere(over, rejected, label)
@@ -158,7 +160,6 @@ def plan(
     combined = _combinations_resolved(source, plans, chosen, flag, label)
     notes += _engine_notes(combined)  # engines set side by side
     notes += _moe_notes(combined, chosen, resolved)  # an MoE or speculative model's error
-    seed_list = tuple(range(base.seed, base.seed + seeds)) if seeds > 1 else (None,)
     spec = ProbeSpec(source.path, label, source.raw, tuple(source.overrides), knob, chosen,
                      tuple(parsed), tuple(resolved.tenant_ids()), seed_list, rule,
                      uuid.uuid4().hex)  # fmt: skip
@@ -322,25 +323,18 @@ def _check_ends(
     flag: str,
     several: bool,
     minimize: str,
-    judged: tuple[str, dict],
+    judged: tuple[str, dict, tuple],
 ) -> InputError | None:
     """Both ends load (a range the scenario rejects fails now), their workloads fit the model's
     context (the ends: the most load and the longest lengths a knob gives), and cost has a
     price; with several combinations, a combination the scenario rejects is marked and its
     error returned."""
-    chosen, workloads = judged  # the judged variant's name, and the workloads built so far
+    chosen, workloads, seeds = judged  # the judged variant, the workloads built, the seeds
     try:
         for value in (result.values[0], result.values[-1]):
-            loaded = source.load_at(result.combo, result.knob, value, flag)
-            variant = _variant(loaded, chosen, source.label)[1]
-            try:
-                variant_workload(chosen, variant, workloads, variant)
-            except ContextError as exc:  # named by the combination that serves that model
-                over = ", ".join(f"--over {path}={value}" for path, value in result.combo)
-                where = f"{over}: {exc.where}" if over else exc.where
-                raise ContextError(source.label, where, exc.message) from None
-            except InputError:  # another problem of that workload: its probe names it, as before
-                pass
+            source.load_at(result.combo, result.knob, value, flag)
+            for seed in seeds:  # every seed's workload is a run of the probe
+                _check_context_at(source, result, value, flag, chosen, workloads, seed)
     except InputError as exc:
         if not several:
             raise
@@ -359,6 +353,33 @@ def _check_ends(
                 "'cluster.gpu_prices={b200: 9.0}') or price_per_gpu_hour in the gpu mapping",
             )
     return None
+
+
+def _check_context_at(
+    source: _Source,
+    result: PlanResult,
+    value: Number,
+    flag: str,
+    chosen: str,
+    workloads: dict,
+    seed: int | None,
+) -> None:
+    """The workload at one end and seed fits the model's context, or a ContextError naming the
+    combination, the value and the seed (where the scenario's own seed is not the one)."""
+    texts = [format_assignment(p, v) for p, v in result.combo]
+    texts.append(format_assignment(result.knob, value))
+    loaded = source.load(texts + ([f"seed={seed}"] if seed is not None else []))
+    variant = _variant(loaded, chosen, source.label)[1]
+    try:
+        variant_workload(chosen, variant, workloads, variant)
+    except ContextError as exc:  # named by the combination, value and seed that draw it
+        at = [f"--over {path}={v}" for path, v in result.combo]
+        at.append(f"{flag} {result.knob}={value}")
+        at += [f"seed {seed}"] if seed is not None else []
+        where = f"{', '.join(at)}: {exc.where}"
+        raise ContextError(source.label, where, exc.message) from None
+    except InputError:  # another problem of that workload: its probe names it, as before
+        pass
 
 
 def _cost(

@@ -299,12 +299,17 @@ def test_an_moe_configs_context_is_read_under_its_text_config_too(tmp_path: Path
          163840),  # DeepSeek-V3 (the older `type` key): 4,096 x 40
         (131072, {"rope_type": "llama3", "factor": 8.0}, 131072),  # Llama 3.1: already scaled
         (4096, {"type": "linear", "factor": 2.0}, 8192),  # a linear scaling: 4,096 x 2
+        # transformers v5 keys rope_parameters by layer type: one factor for them all
+        (40960, {"full_attention": {"rope_type": "yarn", "factor": 4.0,
+                                    "original_max_position_embeddings": 32768},
+                 "sliding_attention": {"rope_type": "default"}}, 131072),
     ],
 )  # fmt: skip
 def test_a_rope_scaling_stretches_the_context_as_vllm_derives_it(tmp_path, context, rope, served):
     raw = DENSE | {"max_position_embeddings": context}
     if rope is not None:
-        raw["rope_scaling"] = rope
+        key = "rope_parameters" if "full_attention" in rope else "rope_scaling"
+        raw[key] = rope
     assert presets.from_hf_config(_config(tmp_path, raw))["max_position_embeddings"] == served
 
 
@@ -376,11 +381,13 @@ def test_a_plan_whose_every_model_is_overrun_exits_2_naming_it(tmp_path, simsche
     args = ["plan", path, "--vary", "cluster.replicas", "--range", "1:2", "--slo", "all.shed<=100"]
     code, _, err = simsched_cli(*args, "--set", "cluster.model=llama-2-7b")
     assert code == 2 and err.count("\n") == 1
-    assert err.startswith(f"{path}: tenants[0].prefill_tokens: 4 of the 4 requests"), err
+    assert err.startswith(f"{path}: --vary cluster.replicas=1: tenants[0].prefill_tokens: 4 of"), (
+        err
+    )
     # Llama 2 7B and 13B both serve 4,096 tokens: no combination can run
     code, _, err = simsched_cli(*args, "--over", "cluster.model=llama-2-7b,llama-2-13b")
     assert code == 2 and err.count("\n") == 1
-    assert f"{path}: --over cluster.model=llama-2-7b: tenants[0].prefill_tokens: 4 of" in err
+    assert f"{path}: --over cluster.model=llama-2-7b, --vary cluster.replicas=1: tenants[0]" in err
 
 
 # --- the correctness review's cases ----------------------------------------------------------
@@ -519,3 +526,47 @@ def test_sessions_lengths_against_a_brute_force_over_drawn_plans() -> None:
         expected.append(total)
     assert len(set(plan.turns.tolist())) > 3  # the sessions differ in length
     assert session_lengths(plan).tolist() == expected
+
+
+def test_the_context_keys_vllm_reads_and_gemma_3s_own_scaling(tmp_path: Path) -> None:
+    # the smallest of the keys vLLM reads; Cohere's model_max_length wins over them
+    seq = presets.from_hf_config(_config(tmp_path, DENSE | {"seq_length": 2048}))
+    assert seq["max_position_embeddings"] == 2048
+    both = DENSE | {"max_position_embeddings": 8192, "n_positions": 4096}
+    assert presets.from_hf_config(_config(tmp_path, both))["max_position_embeddings"] == 4096
+    cohere = DENSE | {"max_position_embeddings": 8192, "model_max_length": 131072}
+    assert presets.from_hf_config(_config(tmp_path, cohere))["max_position_embeddings"] == 131072
+    # Gemma 3's 131,072 is scaled already: its linear factor 8 is not applied again
+    gemma = DENSE | {"model_type": "gemma3_text", "max_position_embeddings": 131072,
+                     "rope_scaling": {"rope_type": "linear", "factor": 8.0}}  # fmt: skip
+    assert presets.from_hf_config(_config(tmp_path, gemma))["max_position_embeddings"] == 131072
+
+
+def test_a_variant_is_named_by_its_own_model_not_the_scenarios(tmp_path: Path) -> None:
+    # the scenario serves Llama 2 (4,096) and runs only its variants: the one that overruns is
+    # llama3 (8,192), and the message is its own
+    variants = [
+        {"name": "llama31", "set": {"cluster.model": "llama-3.1-8b"}},
+        {"name": "llama3", "set": {"cluster.model": "llama-3-8b"}},
+    ]
+    path = _scenario(tmp_path, [_fixed(9000, 100)], {"model": "llama-2-7b"}, variants=variants)
+    message = _refusal(path)
+    assert message.startswith("variant 'llama3': tenants[0].prefill_tokens: 3 of the 3 requests")
+    assert "model 'llama-3-8b' serves, 8,192" in message
+
+
+def test_a_plan_checks_every_seeds_workload_at_the_ends(tmp_path: Path) -> None:
+    from simsched.studies.plan import plan
+
+    # lengths drawn up to 4,200 tokens: some seed's few requests overrun Llama 2's 4,096
+    tenant = _fixed(0, 0, count=30) | {
+        "prefill_tokens": {"dist": "uniform", "low": 3000, "high": 4200},
+        "decode_tokens": 50,
+    }
+    path = _scenario(tmp_path, [tenant], {"model": "llama-3.1-8b"})
+    over = {"cluster.model": ["llama-2-7b", "llama-3.1-8b"]}
+    result = plan(path, "cluster.replicas", "1:2", ["all.shed<=100"], over=over, seeds=3,
+                  headroom=False)  # fmt: skip
+    rows = {dict(r.combo)["cluster.model"]: r for r in result.plans}
+    assert "llama-2-7b" in rows["llama-2-7b"].error and ", seed " in rows["llama-2-7b"].error
+    assert rows["llama-3.1-8b"].answer == 1
