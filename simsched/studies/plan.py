@@ -155,6 +155,7 @@ def plan(
         exc = _check_ends(source, result, flag, len(plans) > 1, minimize, judged)
         if exc is not None:
             rejected[result.combo] = exc
+    workloads.clear()  # checked: the probes build their own, and these could be large
     refuse_values_invalid_everywhere(over, rejected, label)
     # each valid combination's own variant, once: the engine and MoE notes read them
     combined = _combinations_resolved(source, plans, chosen, flag, label)
