@@ -130,14 +130,13 @@ def workload(
 ) -> None:
     """Describe a scenario's workload per tenant; optionally freeze it as a trace CSV."""
     from simsched.config.inputs import scenario_inputs
-    from simsched.config.load_scale import at_load_scale
     from simsched.config.loading import load_scenario
     from simsched.outputs.preflight import check_output_file
     from simsched.outputs.workload_files import write_trace_csv
     from simsched.outputs.workload_stats import workload_stats
     from simsched.workload.build import build_workload, prefix_rng, tenant_rng
     from simsched.workload.context_limits import check_context
-    from simsched.workload.session_plans import reactive_summary, session_plans
+    from simsched.workload.session_plans import reactive_summary
 
     loaded = load_scenario(file, set_)
     if out is not None:  # fail before the long part
@@ -147,7 +146,7 @@ def workload(
     with named_by(file):
         table = build_workload(loaded)
         # a frozen workload replays as a trace: refused then, so refused now (the model's context)
-        check_context(loaded, table, session_plans(at_load_scale(loaded), tenant_rng, prefix_rng))
+        check_context(loaded, table)
     tenant_ids = loaded.tenant_ids()
     typer.echo(workload_stats(table, tenant_ids).to_string(index=False, float_format="%.3f"))
     for tenant_id, plan in reactive_summary(loaded, tenant_rng, prefix_rng).items():

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from simsched.config.load_scale import at_load_scale
 from simsched.config.loading import checked, load_scenario, resolve_variants, select_variants
 from simsched.config.router import uses_prefixes
 from simsched.config.scenario import Scenario
@@ -38,9 +36,8 @@ from simsched.results.utilisation import utilisation_summary
 from simsched.sim.engine import request_costs, run_variant
 from simsched.sim.reactive import has_reactive, session_columns
 from simsched.sim.timeline import TIMELINE_COLUMNS
-from simsched.workload.build import build_workload, prefix_rng, tenant_rng
+from simsched.workload.build import build_workload
 from simsched.workload.context_limits import ContextError, check_context, tenant_limits
-from simsched.workload.session_plans import session_plans
 from simsched.workload.table import RequestTable
 
 # Called as progress(variant, requests delivered so far, requests in all) while a variant runs.
@@ -69,10 +66,9 @@ def simulate(
     scaling = any(autoscaled(resolved) for _, resolved in chosen)
     provisioned = {}
     handoffs = False  # some variant handed a request off (P/D): the prefill_ttft_ms column
-    for name, resolved in chosen:  # every variant's input checked before the first runs
-        variant_workload(name, resolved, workloads, scenario)
-    for name, resolved in chosen:
-        table = variant_workload(name, resolved, workloads, scenario)
+    # every variant's input checked before the first runs
+    tables = [variant_workload(name, resolved, workloads, scenario) for name, resolved in chosen]
+    for (name, resolved), table in zip(chosen, tables, strict=True):
         tick = (lambda done, total, name=name: progress(name, done, total)) if progress else None
         try:
             run = run_variant(resolved, table, tick)
@@ -186,20 +182,19 @@ def variant_workload(
     another model with the same workload)."""
     key = _workload_key(scenario)
     table = cache.get(key)  # one read: a cache shared by threads may be cleared meanwhile
-    own = key == _workload_key(base)
     if table is None:
-        with _named_variant(name, own):
+        try:
             table = cache[key] = build_workload(scenario)
+        except InputError as exc:
+            if key == _workload_key(base):  # the scenario's own problem, not the variant's
+                raise
+            where = _join(f"variant {name!r}", exc.where)
+            raise InputError(exc.source, where, exc.message) from None
     try:
-        check_context(scenario, table, _plans(scenario))
+        check_context(scenario, table)
     except ContextError as exc:
         raise _blamed(name, scenario, base, exc) from None
     return table
-
-
-def _plans(scenario: Scenario) -> list:
-    """Sessions are drawn up front: their longest turns are known before the run too."""
-    return session_plans(at_load_scale(scenario), tenant_rng, prefix_rng)
 
 
 def _blamed(name: str, scenario: Scenario, base: Scenario, exc: ContextError) -> ContextError:
@@ -234,19 +229,6 @@ def _tenant_settings(scenario: Scenario, index: int) -> str:
     settings["tenant"] = scenario.tenants[index].model_dump(mode="json")
     settings["limit"] = repr(tenant_limits(scenario)[index])
     return json.dumps(settings, sort_keys=True)
-
-
-@contextmanager
-def _named_variant(name: str, scenario_own: bool) -> Iterator[None]:
-    """An input problem of the variant's own settings names the variant; one the scenario has
-    whatever the variant changes is the scenario's."""
-    try:
-        yield
-    except InputError as exc:
-        if scenario_own:
-            raise
-        where = _join(f"variant {name!r}", exc.where)
-        raise type(exc)(exc.source, where, exc.message) from None
 
 
 def _workload_key(scenario: Scenario) -> str:

@@ -83,14 +83,12 @@ class ReactiveTickGateway(TickGateway):
 def reactive_feed(env, scenario, feed: Feed, recorder: GrowingRecorder, costs) -> ReactiveFeed:
     plans = session_plans(at_load_scale(scenario), tenant_rng, prefix_rng)
     limits = send_limits(scenario, plans)  # the rest were checked before the run
+    contexts = {tenant: limit.tokens for tenant, limit in limits.items()}
 
-    def refuse_longer(tenant: int, tokens: int, now: float) -> None:
-        if tokens > limits[tenant].tokens:
-            raise sent_refusal(scenario, tenant, limits[tenant], tokens, now)
+    def refusal(tenant: int, tokens: int, now: float) -> Exception:
+        return sent_refusal(scenario, tenant, limits[tenant], tokens, now)
 
-    reactive = ReactiveFeed(
-        env, feed, plans, costs, recorder.ensure, refuse_longer, frozenset(limits)
-    )
+    reactive = ReactiveFeed(env, feed, plans, costs, recorder.ensure, contexts, refusal)
     recorder.feed = reactive
     return reactive
 

@@ -41,14 +41,14 @@ class ReactiveFeed:
         plans: list[SessionPlan],
         costs: Callable[[int, int], tuple[int, int]],
         on_sent: Callable[[int], None],
-        refuse_longer: Callable[[int, int, float], None] | None = None,
-        checked: frozenset[int] = frozenset(),
+        contexts: dict[int, int] | None = None,
+        refusal: Callable[[int, int, float], Exception] | None = None,
     ) -> None:
         self.env = env
-        # tenants whose requests are checked against the model's context as they are sent
+        # the context, in tokens, of each tenant whose requests are checked as they are sent
         # (closed-loop clients that stop at a duration: workload/context_limits.py), and the
-        # check, which raises: (tenant, tokens, now)
-        self.refuse_longer, self.checked = refuse_longer, checked
+        # error a longer one raises: refusal(tenant, tokens, now)
+        self.contexts, self.refusal = contexts or {}, refusal
         self.static = static
         self.costs = costs  # (prefill, decode) -> (service tokens, kv blocks)
         self.on_sent = on_sent  # told each new seq (the recorder grows)
@@ -230,8 +230,9 @@ class ReactiveFeed:
     def _request(self, arrival: float, session: Session) -> Request:
         plan = session.plan
         prompt, answer = session.sizes()
-        if plan.tenant in self.checked:
-            self.refuse_longer(plan.tenant, prompt + answer, arrival)
+        most = self.contexts.get(plan.tenant)
+        if most is not None and prompt + answer > most:
+            raise self.refusal(plan.tenant, prompt + answer, arrival)
         prefix = session.segments(self.interner)  # shares the history's segments
         service, blocks = self.costs(prompt, answer)
         seq = len(self.rows)

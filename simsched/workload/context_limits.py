@@ -25,8 +25,11 @@ from typing import Any
 import numpy as np
 
 from simsched.config import presets
+from simsched.config.load_scale import at_load_scale
 from simsched.config.pool_eligibility import eligible_pools
 from simsched.errors import InputError
+from simsched.workload.build import prefix_rng, tenant_rng
+from simsched.workload.session_plans import session_plans
 
 
 class ContextError(InputError):
@@ -75,13 +78,14 @@ def _limit_of(model: Any, pool: str | None = None) -> Limit | None:
     return None if tokens is None else Limit(tokens, model.name, pool)
 
 
-def check_context(scenario: Any, table: Any, plans: Sequence[Any] = ()) -> None:
-    """Refuse a workload (its generated or replayed requests, and its sessions' plans) with a
-    request longer than its tenant's model serves: one line, the first such tenant in the
-    scenario's order, and how many others have them too."""
+def check_context(scenario: Any, table: Any) -> None:
+    """Refuse a workload (its generated or replayed requests, and its sessions, drawn up front
+    as the run draws them) with a request longer than its tenant's model serves: one line, the
+    first such tenant in the scenario's order, and how many others have them too."""
     limits = tenant_limits(scenario)
     if all(limit is None for limit in limits):
         return
+    plans = session_plans(at_load_scale(scenario), tenant_rng, prefix_rng)
     overruns = table_overruns(limits, table) + session_overruns(limits, plans)
     if overruns:
         overruns.sort(key=lambda overrun: overrun.tenant)

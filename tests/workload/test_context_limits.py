@@ -94,6 +94,18 @@ def _fixed(prefill: int, decode: int, count: int = 3, tenant: str = "t") -> dict
     }
 
 
+def _sessions(start: dict, turns, prefill, decode, **extra) -> dict:
+    """Tenant 'chat': multi-turn sessions started by `start`, `turns` each."""
+    arrivals = {"kind": "sessions", "start": start, "turns": turns} | extra.pop("arrivals", {})
+    return {
+        "id": "chat",
+        "arrivals": arrivals,
+        "prefill_tokens": prefill,
+        "decode_tokens": decode,
+        **extra,
+    }
+
+
 def _refusal(path: Path, overrides: list[str] | None = None) -> str:
     with pytest.raises(InputError) as info:
         simulate(load_scenario(path, overrides or []))
@@ -142,18 +154,9 @@ def test_a_trace_names_its_setting_and_counts_its_long_rows(tmp_path: Path) -> N
 def test_sessions_are_checked_on_their_last_turn(tmp_path: Path) -> None:
     # every session: a 1,000-token system prompt, then 3 turns of 1,000 + 1,000: its last turn
     # sends 1,000 + 2 x 2,000 + 1,000 = 6,000 prompt tokens and answers 1,000: 7,000 in all
-    tenant = {
-        "id": "chat",
-        "arrivals": {
-            "kind": "sessions",
-            "start": {"kind": "periodic", "interval_ms": 1000, "count": 4},
-            "turns": 3,
-            "think_time_ms": 10,
-        },
-        "prefill_tokens": 1000,
-        "decode_tokens": 1000,
-        "prefix": {"tokens": 1000},
-    }
+    start = {"kind": "periodic", "interval_ms": 1000, "count": 4}
+    thinking = {"think_time_ms": 10}
+    tenant = _sessions(start, 3, 1000, 1000, arrivals=thinking, prefix={"tokens": 1000})
     model = {"preset": "llama-3-8b", "max_position_embeddings": 6999}
     message = _refusal(_scenario(tmp_path, [tenant], {"model": model}))
     assert message.startswith("tenants[0]: 4 of the 4 sessions of tenant 'chat' reach more")
@@ -322,17 +325,8 @@ def test_a_bad_rope_factor_names_the_field(tmp_path: Path) -> None:
 def test_every_overrunning_tenant_is_counted_and_the_first_declared_is_named(tmp_path) -> None:
     # tenants[0] (sessions, drawn apart from the table) and tenants[2] overrun, tenants[1] not:
     # the first in the scenario's order is named, the other counted
-    chat = {
-        "id": "chat",
-        "arrivals": {
-            "kind": "sessions",
-            "start": {"kind": "periodic", "interval_ms": 1000, "count": 2},
-            "turns": 5,
-            "think_time_ms": 10,
-        },
-        "prefill_tokens": 1000,
-        "decode_tokens": 1000,  # 5 x 2,000 = 10,000 > 8,192
-    }
+    start = {"kind": "periodic", "interval_ms": 1000, "count": 2}
+    chat = _sessions(start, 5, 1000, 1000, arrivals={"think_time_ms": 10})  # 5 x 2,000 > 8,192
     tenants = [chat, _fixed(100, 10, tenant="fine"), _fixed(9000, 1, count=1, tenant="big")]
     message = _refusal(_scenario(tmp_path, tenants))
     assert message.startswith("tenants[0]: 2 of the 2 sessions of tenant 'chat' reach more")
@@ -460,16 +454,8 @@ def test_the_scenarios_trace_is_named(tmp_path: Path) -> None:
 
 
 def test_load_scale_draws_the_sessions_the_run_sends(tmp_path: Path) -> None:
-    session = {
-        "id": "chat",
-        "arrivals": {
-            "kind": "sessions",
-            "start": {"kind": "poisson", "rate_per_s": 2, "duration_s": 5},
-            "turns": 2,
-        },
-        "prefill_tokens": 4000,
-        "decode_tokens": 100,  # 2 x 4,100 = 8,200 > 8,192: every session
-    }
+    start = {"kind": "poisson", "rate_per_s": 2, "duration_s": 5}
+    session = _sessions(start, 2, 4000, 100)  # 2 x 4,100 = 8,200 > 8,192: every session
     path = _scenario(tmp_path, [session])
     counts = []
     for scale in ("1", "3"):
@@ -504,17 +490,13 @@ def test_sessions_lengths_against_a_brute_force_over_drawn_plans() -> None:
     from simsched.workload.context_limits import session_lengths
     from simsched.workload.session_plans import session_plans
 
-    tenant = {
-        "id": "chat",
-        "arrivals": {
-            "kind": "sessions",
-            "start": {"kind": "poisson", "rate_per_s": 5, "duration_s": 20},
-            "turns": {"dist": "uniform", "low": 1, "high": 9},
-        },
-        "prefill_tokens": {"dist": "lognormal", "median": 300, "sigma": 0.8, "max": 5000},
-        "decode_tokens": {"dist": "lognormal", "median": 200, "sigma": 0.6, "max": 3000},
-        "prefix": {"tokens": 700, "groups": 3},
-    }
+    tenant = _sessions(
+        {"kind": "poisson", "rate_per_s": 5, "duration_s": 20},
+        {"dist": "uniform", "low": 1, "high": 9},
+        {"dist": "lognormal", "median": 300, "sigma": 0.8, "max": 5000},
+        {"dist": "lognormal", "median": 200, "sigma": 0.6, "max": 3000},
+        prefix={"tokens": 700, "groups": 3},
+    )
     raw = {"tenants": [tenant], "cluster": {"service_model": "continuous_batching"}}
     (plan,) = session_plans(validate_raw(raw, "x.yaml"), tenant_rng, prefix_rng)
     expected = []
