@@ -71,12 +71,20 @@ def api_server_notes(
         rows = requests[requests["variant"] == variant]
         rows = rows[admitted(rows)]
         worst = max(
-            (_queueing(spec, replica) for _, replica in rows.groupby("replica")), default=None
+            ((*_queueing(spec, group), index) for index, group in rows.groupby("replica")),
+            default=None,
         )
-        if worst is None or worst[0] < QUEUED_SHARE * worst[1]:  # (wait, TTFT, busy share)
+        if worst is None or worst[0] < QUEUED_SHARE * worst[1]:  # (wait, TTFT, busy share, id)
             continue
-        notes.append(_note(variant, len(resolved), worst, spec, cluster, rows))
+        gpu = _gpu_busy(utilisation.get(variant), worst[3])
+        notes.append(_note(variant, len(resolved), worst[:3], gpu, spec, cluster, rows))
     return notes
+
+
+def _gpu_busy(usage: dict[str, Any] | None, replica: Any) -> float | None:
+    """The replica's share of the run spent in iterations (results/utilisation.py), if known."""
+    shares = (usage or {}).get("replicas", {}).get(str(int(replica)))
+    return None if shares is None else shares["busy_share"]
 
 
 def _queueing(spec: Any, rows: pd.DataFrame) -> tuple[float, float, float]:
@@ -107,6 +115,7 @@ def _note(
     variant: str,
     variants: int,
     worst: tuple[float, float, float],
+    gpu_busy: float | None,
     spec: Any,
     cluster: Any,
     rows: pd.DataFrame,
@@ -116,26 +125,47 @@ def _note(
     service = inbound_ms(spec, float(rows["prefill_tokens"].clip(lower=1).mean()))
     ceiling = spec.processes * 1000 / service
     processes = f"{spec.processes} process{'es' if spec.processes > 1 else ''}"
-    # saturated over the replica's run, or for stretches: a mean wait of two services or more is
-    # a queue an M/D/1 server reaches only above 80% load, which a burst does at any mean load
-    saturated = busy >= SATURATED_SHARE or wait >= WAITED_SERVICES * service
-    bound = (
-        "so throughput and TTFT here are bound by the front end, not by the GPU alone"
-        if saturated
-        else "which adds to TTFT but does not cap throughput"
-    )
     note = (
         f"{who}the API server queued requests: on the replica where they waited longest, "
         f"{wait:,.0f} ms on average for a free process ({wait / ttft:.0%} of their mean TTFT), "
         f"with {processes} at {service:.1f} ms a request busy "
-        f"{busy:.0%} of the time (a ceiling of {ceiling:.1f} requests/s a replica), {bound}; "
-        f"more processes (cluster.frontend.processes, vLLM's --api-server-count) or more "
-        "replicas take the queue away"
+        f"{busy:.0%} of the time (a ceiling of {ceiling:.1f} requests/s a replica), "
+        f"{_verdict(wait, service, busy, gpu_busy)}"
     )
     engine = getattr(getattr(cluster, "engine", None), "name", None)
     if engine in PROFILE_CHECKS and _is_the_profiles(spec, engine):
         note += f"; {PROFILE_CHECKS[engine]}"
+    if spec.per_output_token_us > 0:  # outbound jobs: their starts are not recorded
+        note += (
+            "; the outbound jobs (per_output_token_us) share the processes but are not "
+            "replayed, so these waits are a lower bound"
+        )
     return note + " (docs/engines.md, The API server)"
+
+
+MORE = "more processes (cluster.frontend.processes, vLLM's --api-server-count)"
+
+
+def _verdict(wait: float, service: float, busy: float, gpu_busy: float | None) -> str:
+    """Whether the front end caps the run: its processes saturated over the replica's run, or
+    for stretches (a mean wait of two services or more is a queue an M/D/1 server reaches only
+    above 80% load, which a burst does at any mean load), while the GPU had time to spare. A
+    GPU busy 90% of the run or more sets the pace whatever the processes: its requests would
+    wait in the GPU's queue instead."""
+    if busy < SATURATED_SHARE and wait < WAITED_SERVICES * service:
+        return (
+            f"which adds to TTFT but does not cap throughput; {MORE} or more replicas take the "
+            "queue away"
+        )
+    if gpu_busy is not None and gpu_busy >= SATURATED_SHARE:
+        return (
+            f"but the GPU, busy {gpu_busy:.0%} of the run, sets the throughput: {MORE} would "
+            "move this wait into the GPU's queue, more replicas take it away"
+        )
+    return (
+        "so throughput and TTFT here are bound by the front end, not by the GPU alone; "
+        f"{MORE} or more replicas take the queue away"
+    )
 
 
 def _is_the_profiles(spec: Any, engine: str) -> bool:

@@ -97,3 +97,29 @@ def test_a_trickle_then_a_burst_is_found() -> None:
     assert "26.9 ms a request" in note
     # busy about 5% of the replica's 300 s, but the burst's waits are many services long
     assert "bound by the front end" in note
+
+
+def test_a_front_end_that_clears_its_queue_before_the_gpu_does_caps_nothing() -> None:
+    # 400 requests of 64 + 2 tokens at once on 16 processes of 26.9 ms: the front end clears
+    # them in ceil(400 / 16) = 25 rounds, 25 x 26.9 = 672.5 ms, while the GPU, busy nearly the
+    # whole run, takes longer to serve them: the waits are real, but more processes would only
+    # move them into the GPU's queue
+    sets = ("cluster.engine=vllm", "cluster.frontend.processes=16")
+    lengths = ("tenants[0].prefill_tokens=64", "tenants[0].decode_tokens=2")
+    scenario = load_scenario(BURST, [*lengths, "tenants[0].arrivals.count=400", *sets])
+    result = simulate(scenario)
+    (note,) = [n for n in table_notes(result) if "API server queued" in n]
+    usage = result.utilisation[result.variants[0]]
+    assert usage["span_ms"] > 25 * 26.9  # the GPU outlasts the front end's 672.5 ms
+    gpu = usage["replicas"]["0"]["busy_share"]
+    assert gpu >= 0.9
+    assert f"but the GPU, busy {gpu:.0%} of the run, sets the throughput" in note
+    assert "bound by the front end" not in note
+    assert "would move this wait into the GPU's queue" in note
+
+
+def test_outbound_jobs_make_the_replayed_waits_a_lower_bound() -> None:
+    (note,) = notes_of(TWO_SLOW.replace("}", ", per_output_token_us: 100}"))
+    assert "so these waits are a lower bound" in note
+    (without,) = notes_of(TWO_SLOW)
+    assert "lower bound" not in without
