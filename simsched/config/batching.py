@@ -200,6 +200,7 @@ class ContinuousBatchingConfig(BaseModel):
         # The profile's values count as defaults, not as settings: a variant or `--over` that
         # swaps the GPU re-derives them (vLLM's budget depends on the GPU).
         filled, added = fill_engine_profile(data)
+        _profile_budget_fits(filled, added)
         config = handler(filled)
         config.__pydantic_fields_set__.difference_update(added)
         _multi_step_needs_steps(config)
@@ -433,6 +434,30 @@ def _exposed_needs_overlap(config: ContinuousBatchingConfig) -> None:
             f"the {config.latency_model.kind} latency model runs as given, with no CPU time "
             "to overlap: use the roofline or remove it",
         )
+
+
+def _profile_budget_fits(filled: Any, added: set[str]) -> None:
+    """Every running sequence decodes in each iteration, so the sequences must fit the token
+    budget (`_decodes_fit_the_budget`). Where one of the two is the engine profile's and the
+    other the user's, say which, so a budget written below the profile's sequences is not
+    blamed on a `max_num_seqs` the user never wrote (vLLM refuses the pair the same way)."""
+    if not isinstance(filled, dict) or len({"max_num_seqs", "max_num_batched_tokens"} & added) != 1:
+        return
+    budget, seqs = filled.get("max_num_batched_tokens"), filled.get("max_num_seqs")
+    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (budget, seqs))
+    if not numbers or seqs <= budget:
+        return  # within the budget, or a bad value its own field reports
+    if "max_num_seqs" in added:
+        raise SubfieldError(
+            "max_num_seqs",
+            f"the engine profile's {seqs} sequences exceed the max_num_batched_tokens you wrote "
+            f"({budget}); write cluster.max_num_seqs at {budget} or less as well",
+        )
+    raise SubfieldError(
+        "max_num_seqs",
+        f"must not exceed the engine profile's max_num_batched_tokens ({budget}); write "
+        f"cluster.max_num_batched_tokens at {seqs} or more as well",
+    )
 
 
 def _multi_step_needs_steps(config: ContinuousBatchingConfig) -> None:

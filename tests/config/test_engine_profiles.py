@@ -237,3 +237,28 @@ def test_an_engine_on_the_token_server_names_the_service_model() -> None:
     with pytest.raises(InputError) as info:
         validate(raw, "t")
     assert "cluster.engine" in str(info.value) and "continuous_batching" in str(info.value)
+
+
+def test_a_budget_below_the_profiles_sequences_names_where_each_came_from() -> None:
+    # vLLM V1 on an H100 serves with 8192 tokens and 1024 sequences, TensorRT-LLM with 8192 and
+    # 2048: a budget written below the profile's sequences is refused (vLLM refuses the pair)
+    # naming the profile's value, not as if the user had written max_num_seqs
+    with pytest.raises(InputError) as info:
+        cluster_of(engine="vllm", gpu="h100-80gb", max_num_batched_tokens=512)
+    message = str(info.value)
+    assert "cluster.max_num_seqs: the engine profile's 1024 sequences exceed" in message
+    assert "max_num_batched_tokens you wrote (512)" in message
+    with pytest.raises(InputError) as info:
+        cluster_of(engine="trtllm", max_num_batched_tokens=1024)
+    assert "the engine profile's 2048 sequences" in str(info.value)
+    # the other way round: vLLM on an A100 budgets 2048 tokens
+    with pytest.raises(InputError) as info:
+        cluster_of(engine="vllm", gpu="a100-80gb", max_num_seqs=4096)
+    assert "the engine profile's max_num_batched_tokens (2048)" in str(info.value)
+    # both written, or both the profile's: as before
+    assert (
+        cluster_of(engine="vllm", max_num_batched_tokens=512, max_num_seqs=256).max_num_seqs == 256
+    )
+    with pytest.raises(InputError) as info:
+        cluster_of(max_num_batched_tokens=512, max_num_seqs=1024)
+    assert "cluster.max_num_seqs: must not exceed max_num_batched_tokens (512)" in str(info.value)
