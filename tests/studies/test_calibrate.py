@@ -145,6 +145,11 @@ def mutate(spec: dict, change: str) -> None:
         spec["median_target"] = 0
     elif change == "area_no_cases":
         spec["areas"] = {"decode": {"median_target": 12}}
+    elif change == "shared_path":  # a second compute share whose cases meet the first's
+        spec["settings"][0]["cases"] = ["prefill", "lone_decode"]
+        spec["settings"].append({**spec["settings"][0], "cases": ["batch_decode", "lone_decode"]})
+    elif change == "inside_path":  # the whole latency model, where the overhead is already set
+        spec["settings"].append({"path": "cluster.latency_model", "low": 0.0, "high": 1.0})
 
 
 @pytest.mark.parametrize(
@@ -175,6 +180,13 @@ def mutate(spec: dict, change: str) -> None:
         ("whole_target", "cal.yaml: median_target: write the percent without its sign: 8"),
         ("zero_target", "cal.yaml: median_target: 0 is not a percent above 0"),
         ("area_no_cases", "cal.yaml: areas.decode: no cases: an area is a list of case-name"),
+        # one value would silently replace the other on the case both reach
+        (
+            "shared_path",
+            "cal.yaml: settings[3].cases: settings[0] and settings[3] both set "
+            "cluster.latency_model.compute_efficiency on case 'lone_decode'",
+        ),
+        ("inside_path", "cal.yaml: settings[3].cases: settings[0] and settings[3] both set"),
     ],
 )
 def test_bad_calibration_files_exit_2_with_one_line(

@@ -181,6 +181,7 @@ def load_calibration(
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise InputError(label, "cases", f"case name {dup!r} is given twice")
+    _refuse_shared_paths(spec.settings, names, label)
     if spec.areas:
         spec._case_areas = area_of_cases(spec.areas, names, label)
     spec = _with_flags(spec, parse_flags(overrides, label), label)
@@ -419,6 +420,24 @@ def _blame_setting(
                 label, f"settings[{j}].{field}", f"case {case.name!r}{at}: {exc}"
             ) from None
     raise InputError(label, f"settings[*].{field}", f"case {case.name!r} fails at the {field}s")
+
+
+def _refuse_shared_paths(settings: list[Setting], names: list[str], label: str) -> None:
+    """Two settings may fit one path (one value per GPU family, say) on cases apart; on a case
+    they share, the later would replace the earlier's value without a word, and the fit would
+    move a value that reaches nothing there."""
+    for j, later in enumerate(settings):
+        for i, earlier in enumerate(settings[:j]):
+            if not overlapping(earlier.path, later.path):
+                continue
+            shared = next((n for n in names if applies(earlier, n) and applies(later, n)), None)
+            if shared is not None:
+                raise InputError(
+                    label,
+                    f"settings[{j}].cases",
+                    f"settings[{i}] and settings[{j}] both set {later.path} on case {shared!r}, "
+                    "where the later would replace the earlier's value; give each its own cases",
+                )
 
 
 def applies(setting: Setting, case: str) -> bool:
