@@ -327,10 +327,38 @@ class ContinuousBatchingConfig(BaseModel):
             given += [
                 f"gpu_overrides.{gpu}.{k}" for k in fixed if getattr(overrides, k) is not None
             ]
+        offline = self.engine is not None and self.engine.offline
+        if offline:  # no HTTP front end: a delay written as 0 says just that
+            given = [g for g in given if self._front_end_delay(g) != 0]
+        if given and offline:
+            raise ValueError(
+                f"{given[0]}: an offline engine (cluster.engine offline: true) has no HTTP front "
+                "end, so no front-end delay; drop it, or serve (offline: false)"
+            )
         if given:
             raise ValueError(
                 f"{given[0]}: not used with an API server (cluster.frontend, or the one "
                 "cluster.engine sets); state the front end in cluster.frontend, or drop the engine"
+            )
+        return self
+
+    def _front_end_delay(self, where: str) -> float:
+        """The value of a fixed front-end delay named as `_one_front_end` names it."""
+        parts = where.split(".")
+        if parts[0] == "gpu_overrides":
+            return getattr(self.gpu_overrides[parts[1]], parts[2])
+        return getattr(self.latency_model, parts[1])
+
+    @model_validator(mode="after")
+    def _offline_has_no_api_server(self) -> ContinuousBatchingConfig:
+        # an offline engine's front end costs nothing (no HTTP server): a written one would be
+        # accepted and replaced by the offline profile's without a word
+        offline = self.engine is not None and self.engine.offline
+        if offline and "frontend" in self.model_fields_set:
+            raise SubfieldError(
+                "frontend",
+                "an offline engine (cluster.engine offline: true) has no API server; drop "
+                "cluster.frontend, or serve (offline: false)",
             )
         return self
 

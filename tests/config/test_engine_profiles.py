@@ -194,19 +194,19 @@ def test_validate_shows_what_the_profile_chose(monkeypatch, capsys) -> None:
 
 
 @pytest.mark.parametrize(
-    ("settings", "field"),
+    ("settings", "said"),
     [
-        ({"engine": "vllm"}, "latency_model.frontend_before_ms"),
-        ({"frontend": {"processes": 2}}, "latency_model.frontend_before_ms"),
-        ({"engine": {"name": "trtllm", "offline": True}}, "latency_model.frontend_before_ms"),
+        ({"engine": "vllm"}, "not used with an API server (cluster.frontend"),
+        ({"frontend": {"processes": 2}}, "not used with an API server (cluster.frontend"),
+        ({"engine": {"name": "trtllm", "offline": True}}, "an offline engine"),
     ],
 )
-def test_fixed_front_end_delays_beside_an_api_server_are_refused(settings, field) -> None:
+def test_fixed_front_end_delays_beside_an_api_server_are_refused(settings, said) -> None:
     # the API server replaces the fixed delays: stated beside it they would be ignored silently
     latency = {"kind": "roofline", "frontend_before_ms": 500.0}
     with pytest.raises(InputError) as info:
         cluster_of(latency_model=latency, **settings)
-    assert field in str(info.value) and "cluster.frontend" in str(info.value)
+    assert "latency_model.frontend_before_ms" in str(info.value) and said in str(info.value)
     assert cluster_of(latency_model=latency).latency_model.frontend_before_ms == 500.0
 
 
@@ -262,3 +262,23 @@ def test_a_budget_below_the_profiles_sequences_names_where_each_came_from() -> N
     with pytest.raises(InputError) as info:
         cluster_of(max_num_batched_tokens=512, max_num_seqs=1024)
     assert "cluster.max_num_seqs: must not exceed max_num_batched_tokens (512)" in str(info.value)
+
+
+def test_an_offline_engine_has_no_api_server_to_state() -> None:
+    offline = {"name": "vllm", "offline": True}
+    # a front end written beside it would be replaced by the offline profile's zero cost
+    with pytest.raises(InputError) as info:
+        cluster_of(engine=offline, frontend={"processes": 2})
+    assert "cluster.frontend: an offline engine (cluster.engine offline: true) has no API" in str(
+        info.value
+    )
+    # a fixed front-end delay: 0 says what offline means, anything else is refused as such
+    zero = {"kind": "roofline", "frontend_before_ms": 0, "frontend_after_ms": 0}
+    assert cluster_of(engine=offline, latency_model=zero).frontend.per_request_ms == 0
+    with pytest.raises(InputError) as info:
+        cluster_of(engine=offline, latency_model={"kind": "roofline", "frontend_before_ms": 5})
+    assert "latency_model.frontend_before_ms: an offline engine" in str(info.value)
+    # served, any written delay beside the API server is refused, as before
+    with pytest.raises(InputError) as info:
+        cluster_of(engine="vllm", latency_model=zero)
+    assert "not used with an API server" in str(info.value)
