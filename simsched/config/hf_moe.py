@@ -31,14 +31,40 @@ from simsched.config.moe_shapes import shape, total_params
 _MOST = 2**20
 
 
+# The MoE families read, by `model_type`, with the field that counts their routed experts.
+# Another MoE model type (Qwen1.5/2-MoE's `qwen2_moe` with its differently sized shared expert,
+# say) names or means its fields otherwise: read as one of these it would be silently misread.
+EXPERT_COUNT_KEYS = {
+    "deepseek_v3": "n_routed_experts",
+    "deepseek_v2": "n_routed_experts",
+    "qwen3_moe": "num_experts",
+    "mixtral": "num_local_experts",
+    "llama4": "num_local_experts",
+    "llama4_text": "num_local_experts",  # Llama 4's decoder config on its own
+    "gpt_oss": "num_local_experts",
+}
+EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
+
+
 def is_moe(raw: dict[str, Any]) -> bool:
+    """A config of one of the MoE families (whatever fields it lacks: the reader names them),
+    or of any model type with an expert count (which the reader then refuses by its type)."""
+    if str(raw.get("model_type", "")) in EXPERT_COUNT_KEYS:
+        return True
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
-    return any(text.get(key) for key in ("num_local_experts", "num_experts", "n_routed_experts"))
+    return any(text.get(key) for key in EXPERT_KEYS)
 
 
 def moe_from_hf(raw: dict[str, Any], path: str) -> dict[str, Any]:
     """The shape fields and `moe`/`attention`/`sliding_window` sections of a MoE config."""
     family = str(raw.get("model_type", ""))
+    if family not in EXPERT_COUNT_KEYS:
+        known = ", ".join(EXPERT_COUNT_KEYS)
+        raise ValueError(
+            f"{path} (a mixture-of-experts config): model_type {family!r} is not a family this "
+            f"reader knows ({known}), whose fields it would misread; describe the model with "
+            "model: {moe: ...} and its shape instead (docs/moe.md)"
+        )
     if isinstance(raw.get("text_config"), dict):  # Llama 4 nests the decoder's shape
         raw = raw["text_config"]
     field = _Fields(raw, path)
@@ -54,7 +80,7 @@ def moe_from_hf(raw: dict[str, Any], path: str) -> dict[str, Any]:
         message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
         raise ValueError(f"{path} (a mixture-of-experts config): {message}") from None
     attention: dict[str, Any] | None = None
-    if "kv_lora_rank" in raw:
+    if family.startswith("deepseek") or "kv_lora_rank" in raw:  # MLA: DeepSeek's attention
         attention = {
             "kind": "mla",
             "kv_lora_rank": field.whole("kv_lora_rank"),
@@ -110,10 +136,8 @@ def moe_from_hf(raw: dict[str, Any], path: str) -> dict[str, Any]:
 
 def _moe_section(field: _Fields, family: str) -> dict[str, Any]:
     raw = field.raw
-    experts_key = next(k for k in ("n_routed_experts", "num_local_experts", "num_experts") if
-                       raw.get(k))  # fmt: skip
     moe: dict[str, Any] = {
-        "experts": field.whole(experts_key),
+        "experts": field.whole(EXPERT_COUNT_KEYS[family]),
         "experts_per_token": field.whole("num_experts_per_tok"),
     }
     if family.startswith("deepseek"):
@@ -123,7 +147,7 @@ def _moe_section(field: _Fields, family: str) -> dict[str, Any]:
         moe["moe_every"] = field.whole("moe_layer_freq", required=False) or 1
         moe["dense_ffn"] = field.whole("intermediate_size", most=2**24)
         moe["router_bias"] = raw.get("topk_method") == "noaux_tc"  # e_score_correction_bias
-    elif family.startswith("qwen"):
+    elif family == "qwen3_moe":
         moe["expert_ffn"] = field.whole("moe_intermediate_size")
         moe["moe_every"] = field.whole("decoder_sparse_step", required=False) or 1
         if raw.get("mlp_only_layers"):
@@ -136,7 +160,7 @@ def _moe_section(field: _Fields, family: str) -> dict[str, Any]:
         moe["shared_experts"] = 1
         moe["moe_every"] = field.whole("interleave_moe_layer_step", required=False) or 1
         moe["dense_ffn"] = field.whole("intermediate_size_mlp", most=2**24)
-    else:  # Mixtral, gpt-oss and other Mixtral-like configs: intermediate_size per expert
+    else:  # Mixtral and gpt-oss: intermediate_size per expert
         moe["expert_ffn"] = field.whole("intermediate_size", most=2**24)
         if family == "gpt_oss":
             moe.update(router_bias=True, expert_bias=True)

@@ -362,3 +362,28 @@ def test_a_precision_stated_beside_hf_config_stands_for_an_unread_quantization(
     for mapping in (f"moe: {unstated}", "weight_dtype: null", "moe: null"):
         with pytest.raises(InputError, match="is not one simsched reads"):
             load_scenario(burst, [f"cluster.model={{hf_config: {path}, {mapping}}}"])
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        # Qwen1.5/2-MoE: a shared expert of its own size, which the Qwen3 reading would drop
+        (
+            {**QWEN3_235B, "model_type": "qwen2_moe", "shared_expert_intermediate_size": 5632},
+            "model_type 'qwen2_moe' is not a family this reader knows",
+        ),
+        ({**MIXTRAL_8X7B, "model_type": ""}, "model_type '' is not a family this reader knows"),
+        # a family's expert count missing: an MoE config, not a dense model of its other fields
+        ({**QWEN3_235B, "num_experts": None}, "lacks 'num_experts'"),
+        ({**MIXTRAL_8X7B, "num_local_experts": None}, "lacks 'num_local_experts'"),
+        # DeepSeek attends with MLA: without its latent rank it is not standard attention
+        ({**DEEPSEEK, "kv_lora_rank": None}, "lacks 'kv_lora_rank'"),
+    ],
+)
+def test_a_config_the_reader_would_misread_is_refused(
+    config: dict, message: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({k: v for k, v in config.items() if v is not None}), "utf-8")
+    with pytest.raises(ValueError, match=message):
+        from_hf_config(str(path))
