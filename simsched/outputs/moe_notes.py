@@ -610,9 +610,23 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
             "speculative decoding: a fixed mean acceptance for every request; its step is "
             "checked only against published MTP latencies of DeepSeek-R1 on B200 at batch 1, "
             f"off by {SPEC_MEDIAN_ERROR} (median) in-sample (the MoE kernel time was fitted "
-            "on them): other models, drafters and loads are unchecked"
+            "on them): other models, drafters and loads are unchecked" + _cpu_clause(pool)
         )
     return notes
+
+
+def _cpu_clause(pool: Any) -> str:
+    """Where the replica pays CPU time per sequence, speculation pays it per verified token,
+    which at high load is most of what it costs (docs/moe.md, speculative decoding)."""
+    latency = getattr(pool, "gpu_latency_model", None) or getattr(pool, "latency_model", None)
+    per_seq = getattr(latency, "per_seq_ms", 0) or 0
+    if per_seq <= 0:
+        return ""
+    return (
+        f"; the CPU time per sequence ({per_seq:g} ms) is charged per verified token, k + 1 a "
+        "step, an assumption no published figure checks, which at high load can be most of "
+        "what speculation costs (rerun with latency_model.per_seq_ms 0 to see the GPU's part)"
+    )
 
 
 def sliding_window_note(model: Any) -> str:
