@@ -22,6 +22,7 @@ from pydantic import (
 from simsched.config import presets
 from simsched.config.autoscale import AutoscaleSpec
 from simsched.config.engines import (
+    OFFLINE_FRONTEND,
     CapacityScheduler,
     CpuTime,
     EngineSetting,
@@ -352,9 +353,10 @@ class ContinuousBatchingConfig(BaseModel):
     @model_validator(mode="after")
     def _offline_has_no_api_server(self) -> ContinuousBatchingConfig:
         # an offline engine's front end costs nothing (no HTTP server): a written one would be
-        # accepted and replaced by the offline profile's without a word
+        # accepted and replaced by the offline profile's without a word (compared by value: a
+        # checked or dumped scenario states the profile's as if written)
         offline = self.engine is not None and self.engine.offline
-        if offline and "frontend" in self.model_fields_set:
+        if offline and self.frontend not in (None, FrontendSpec(**OFFLINE_FRONTEND)):
             raise SubfieldError(
                 "frontend",
                 "an offline engine (cluster.engine offline: true) has no API server; drop "

@@ -69,3 +69,25 @@ def unscalable_tenant(scenario: Any) -> str | None:
         if kind in UNSCALABLE:
             return f"tenant {tenant.id!r}: {UNSCALABLE[kind]}"
     return None
+
+
+# requests that all arrive within this span are one burst: sent sooner they are the same burst
+BURST_MS = 1.0
+
+
+def burst_only(scenario: Any) -> str | None:
+    """Why `load_scale` cannot add load to any tenant, or None: every tenant sends a fixed count
+    of periodic requests within BURST_MS, and a scale only sends that count sooner."""
+    spans = []
+    for tenant in scenario.tenants:
+        arrivals = tenant.arrivals
+        if arrivals is None or arrivals.kind != "periodic":
+            return None
+        spans.append(arrivals.interval_ms * (arrivals.count - 1))
+        if spans[-1] > BURST_MS:
+            return None
+    return (
+        f"every tenant's requests arrive at once (periodic, all within {max(spans):.3g} ms), and "
+        "load_scale only sends a fixed count sooner, so it cannot add load; vary the tenants' "
+        "arrivals.count instead"
+    )

@@ -11,6 +11,7 @@ the waits found are a lower bound.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -25,6 +26,9 @@ QUEUED_SHARE = 0.1
 # a front end busy this share of the time or more is saturated: it sets the throughput
 SATURATED_SHARE = 0.9
 WAITED_SERVICES = 2.0
+# a GPU still giving first tokens this share of the API server's busy window after the server's
+# last request is through was behind the server: it, not the server, set the pace
+LAG_SHARE = 0.1
 
 # What the published short-prompt runs say of each served profile's per-request time
 # (engines.py; docs/engines.md, "The API server"). vLLM's comes from one GPUStack run, Qwen3-14B
@@ -71,25 +75,27 @@ def api_server_notes(
         rows = requests[requests["variant"] == variant]
         rows = rows[admitted(rows)]
         worst = max(
-            ((*_queueing(spec, group), index) for index, group in rows.groupby("replica")),
-            default=None,
+            (_queueing(spec, replica) for _, replica in rows.groupby("replica")), default=None
         )
-        if worst is None or worst[0] < QUEUED_SHARE * worst[1]:  # (wait, TTFT, busy share, id)
+        if worst is None or worst.wait < QUEUED_SHARE * worst.ttft:
             continue
-        gpu = _gpu_busy(utilisation.get(variant), worst[3])
-        notes.append(_note(variant, len(resolved), worst[:3], gpu, spec, cluster, rows))
+        notes.append(_note(variant, len(resolved), worst, spec, cluster, rows))
     return notes
 
 
-def _gpu_busy(usage: dict[str, Any] | None, replica: Any) -> float | None:
-    """The replica's share of the run spent in iterations (results/utilisation.py), if known."""
-    shares = (usage or {}).get("replicas", {}).get(str(int(replica)))
-    return None if shares is None else shares["busy_share"]
+@dataclass(frozen=True, order=True)
+class Queueing:
+    """One replica's front-end queue, replayed (compared by the mean wait first)."""
+
+    wait: float  # mean wait for a free API-server process
+    ttft: float  # its requests' mean TTFT
+    busy: float  # the processes' busy share from the first dispatch to the last inbound end
+    window: float  # that span, ms
+    lag: float  # ms from the last inbound end to the last first token: the GPU's backlog
 
 
-def _queueing(spec: Any, rows: pd.DataFrame) -> tuple[float, float, float]:
-    """A replica's (mean wait for a free API-server process, mean TTFT, the processes' busy
-    share from its first dispatch to its last inbound job's end) over its requests."""
+def _queueing(spec: Any, rows: pd.DataFrame) -> Queueing:
+    """A replica's front-end queue replayed over its requests (`Queueing`)."""
     ordered = rows.sort_values(["dispatch_ms", "request_id"], kind="stable")
     processes = FifoProcesses(spec.processes)
     waits = busy = 0.0
@@ -97,9 +103,12 @@ def _queueing(spec: Any, rows: pd.DataFrame) -> tuple[float, float, float]:
         service = inbound_ms(spec, int(prompt))
         waits += processes.serve(dispatch, service) - service - dispatch
         busy += service
-    span = max(processes.free_at) - float(ordered["dispatch_ms"].iloc[0])
+    end = max(processes.free_at)
+    span = end - float(ordered["dispatch_ms"].iloc[0])
     share = busy / (spec.processes * span) if span > 0 else 1.0
-    return waits / len(ordered), float(ordered["ttft_ms"].mean()), share
+    last_token = float((ordered["arrival_ms"] + ordered["ttft_ms"]).max())
+    mean_ttft = float(ordered["ttft_ms"].mean())
+    return Queueing(waits / len(ordered), mean_ttft, share, span, max(0.0, last_token - end))
 
 
 def ceiling_per_s(spec: Any, prompt_tokens: float) -> float | None:
@@ -114,14 +123,13 @@ def ceiling_per_s(spec: Any, prompt_tokens: float) -> float | None:
 def _note(
     variant: str,
     variants: int,
-    worst: tuple[float, float, float],
-    gpu_busy: float | None,
+    queue: Queueing,
     spec: Any,
     cluster: Any,
     rows: pd.DataFrame,
 ) -> str:
     who = f"variant {variant}: " if variants > 1 else ""
-    wait, ttft, busy = worst
+    wait, ttft, busy = queue.wait, queue.ttft, queue.busy
     service = inbound_ms(spec, float(rows["prefill_tokens"].clip(lower=1).mean()))
     ceiling = spec.processes * 1000 / service
     processes = f"{spec.processes} process{'es' if spec.processes > 1 else ''}"
@@ -130,7 +138,7 @@ def _note(
         f"{wait:,.0f} ms on average for a free process ({wait / ttft:.0%} of their mean TTFT), "
         f"with {processes} at {service:.1f} ms a request busy "
         f"{busy:.0%} of the time (a ceiling of {ceiling:.1f} requests/s a replica), "
-        f"{_verdict(wait, service, busy, gpu_busy)}"
+        f"{_verdict(queue, service)}"
     )
     engine = getattr(getattr(cluster, "engine", None), "name", None)
     if engine in PROFILE_CHECKS and _is_the_profiles(spec, engine):
@@ -146,21 +154,24 @@ def _note(
 MORE = "more processes (cluster.frontend.processes, vLLM's --api-server-count)"
 
 
-def _verdict(wait: float, service: float, busy: float, gpu_busy: float | None) -> str:
+def _verdict(queue: Queueing, service: float) -> str:
     """Whether the front end caps the run: its processes saturated over the replica's run, or
     for stretches (a mean wait of two services or more is a queue an M/D/1 server reaches only
-    above 80% load, which a burst does at any mean load), while the GPU had time to spare. A
-    GPU busy 90% of the run or more sets the pace whatever the processes: its requests would
-    wait in the GPU's queue instead."""
-    if busy < SATURATED_SHARE and wait < WAITED_SERVICES * service:
+    above 80% load, which a burst does at any mean load), while the GPU kept up with what they
+    passed on. A GPU still serving a backlog long after the API server's last request (LAG_SHARE
+    of the server's busy window or more) sets the pace whatever the processes: with more of
+    them its requests would wait in the GPU's queue instead."""
+    if queue.busy < SATURATED_SHARE and queue.wait < WAITED_SERVICES * service:
         return (
             f"which adds to TTFT but does not cap throughput; {MORE} or more replicas take the "
             "queue away"
         )
-    if gpu_busy is not None and gpu_busy >= SATURATED_SHARE:
+    if queue.lag >= LAG_SHARE * queue.window:
         return (
-            f"but the GPU, busy {gpu_busy:.0%} of the run, sets the throughput: {MORE} would "
-            "move this wait into the GPU's queue, more replicas take it away"
+            f"but the GPU sets the pace: it gave its last first token {queue.lag:,.0f} ms after "
+            f"the API server's last request was through ({queue.lag / queue.window:.0%} of the "
+            f"server's {queue.window:,.0f} ms), so {MORE} would move this wait into the GPU's "
+            "queue; more replicas take it away"
         )
     return (
         "so throughput and TTFT here are bound by the front end, not by the GPU alone; "

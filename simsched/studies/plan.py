@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from simsched.config.load_scale import unscalable_tenant
+from simsched.config.load_scale import burst_only, unscalable_tenant
 from simsched.config.loading import (
     load_scenario,
     resolve_variants,
@@ -182,9 +182,8 @@ def plan(
         fleet.choose()
         if headroom and fleet.best is not None and not maximize and knob != HEADROOM_KNOB:
             # closed-loop clients set their own pace: no load_scale applies, so say so instead
-            fixed = unscalable_tenant(
-                source.load_at(fleet.best.combo, knob, fleet.best.answer, flag)
-            )
+            answer = source.load_at(fleet.best.combo, knob, fleet.best.answer, flag)
+            fixed = unscalable_tenant(answer) or burst_only(answer)
             if fixed is None:
                 try:
                     fleet.headroom = _headroom(fleet, spec, source, runner, slots)

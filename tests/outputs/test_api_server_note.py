@@ -101,21 +101,33 @@ def test_a_trickle_then_a_burst_is_found() -> None:
 
 def test_a_front_end_that_clears_its_queue_before_the_gpu_does_caps_nothing() -> None:
     # 400 requests of 64 + 2 tokens at once on 16 processes of 26.9 ms: the front end clears
-    # them in ceil(400 / 16) = 25 rounds, 25 x 26.9 = 672.5 ms, while the GPU, busy nearly the
-    # whole run, takes longer to serve them: the waits are real, but more processes would only
-    # move them into the GPU's queue
+    # them in ceil(400 / 16) = 25 rounds, 25 x 26.9 = 672.5 ms, and the GPU is still giving
+    # first tokens long after: the waits are real, but more processes would only move them
+    # into the GPU's queue
     sets = ("cluster.engine=vllm", "cluster.frontend.processes=16")
     lengths = ("tenants[0].prefill_tokens=64", "tenants[0].decode_tokens=2")
     scenario = load_scenario(BURST, [*lengths, "tenants[0].arrivals.count=400", *sets])
     result = simulate(scenario)
     (note,) = [n for n in table_notes(result) if "API server queued" in n]
-    usage = result.utilisation[result.variants[0]]
-    assert usage["span_ms"] > 25 * 26.9  # the GPU outlasts the front end's 672.5 ms
-    gpu = usage["replicas"]["0"]["busy_share"]
-    assert gpu >= 0.9
-    assert f"but the GPU, busy {gpu:.0%} of the run, sets the throughput" in note
+    frame = result.requests
+    # the dispatches are 0.1 us apart: the front end's last job ends 672.5 ms after the first
+    first = float(frame["dispatch_ms"].min())
+    window = first + 25 * 26.9 - first
+    lag = float((frame["arrival_ms"] + frame["ttft_ms"]).max()) - (first + 25 * 26.9)
+    assert lag >= 0.1 * window  # the GPU's backlog outlasts a tenth of the front end's window
+    assert f"but the GPU sets the pace: it gave its last first token {lag:,.0f} ms after" in note
+    # 672.5 ms and the 16th process's first dispatch, 15 x 0.1 us later: 673 when rounded
+    assert f"({lag / window:.0%} of the server's 673 ms)" in note
     assert "bound by the front end" not in note
     assert "would move this wait into the GPU's queue" in note
+
+
+def test_a_front_end_the_gpu_keeps_up_with_bounds_the_run_though_the_gpu_never_idles() -> None:
+    # 1,000 requests of 128 + 4 tokens on 2 processes of 26.9 ms: one reaches the GPU every
+    # 13.45 ms and the GPU, iterating on its few sequences all the while, gives each first token
+    # soon after: the front end sets the pace (a busy GPU is not a saturated one)
+    (note,) = notes_of("cluster.engine=vllm", "cluster.frontend.processes=2", count=1000)
+    assert "bound by the front end" in note and "the GPU sets the pace" not in note
 
 
 def test_outbound_jobs_make_the_replayed_waits_a_lower_bound() -> None:
