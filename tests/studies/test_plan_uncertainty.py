@@ -395,3 +395,30 @@ def test_the_python_plan_checks_over_as_the_cli_does(over: dict, message: str) -
     with pytest.raises(InputError) as caught:
         run_plan(scenario, "cluster.replicas", "1:2", ["all.shed_rate<=0.5"], over=over)
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(("interval_ms", "skipped"), [(0.001, True), (1.0, False)])
+def test_headroom_is_skipped_with_a_note_when_every_request_arrives_at_once(
+    tmp_path, interval_ms: float, skipped: bool
+) -> None:
+    """A burst's requests arrive at once: load_scale only sends the same count sooner, so no
+    bisection of it can find headroom ("at least +100%" was printed without a load added).
+    Six requests 0.001 ms apart span 0.005 ms, within 1 ms; 1 ms apart they span 5 ms, and a
+    scale does raise their rate."""
+    path = tmp_path / "burst.yaml"
+    path.write_text(
+        "name: burst\n"
+        "tenants:\n"
+        "  - id: bench\n"
+        f"    arrivals: {{kind: periodic, interval_ms: {interval_ms}, count: 6}}\n"
+        "    prefill_tokens: 64\n"
+        "    decode_tokens: 4\n"
+        "cluster: {total_kv_blocks: 1600}\n",
+        encoding="utf-8",
+    )
+    result = plan(path, "cluster.total_kv_blocks", "100:200", ["all.shed_rate<=0.5"], step=100)
+    assert result.answer is not None
+    said = [n for n in result.notes if n.startswith("headroom not computed: every tenant")]
+    assert (result.headroom is None) == skipped and bool(said) == skipped
+    if skipped:
+        assert "(periodic, all within 0.005 ms)" in said[0]
