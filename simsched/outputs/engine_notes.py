@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simsched.config.engines import profile_defaults
 from simsched.config.pools import pools_of
 
 SATURATED_ENGINE_ERROR = "29.3%"  # median of the nine EN-G7/8/9 figures, worst 109.6% (SGLang)
@@ -22,13 +23,48 @@ def engine_notes(resolved: dict[str, Any], variants: list[str]) -> list[str]:
     if len(set(engines.values())) < 2:
         return []
     named = ", ".join(_named(variant, engine) for variant, engine in engines.items())
-    return [
+    notes = [
         f"engines compared ({named}): the engine profiles are checked only at low load and on "
         "TensorRT-LLM's offline runs; at saturation the published engine comparison is off by "
         f"{SATURATED_ENGINE_ERROR} (median) and ranks SGLang above vLLM where the published "
         "runs rank vLLM first, so treat differences between engines under load as unvalidated "
         "(docs/continuous_batching.md, Fidelity)"
     ]
+    hidden = _hidden_batching(resolved, variants)
+    if hidden:
+        notes.append(
+            "engines compared at the scenario's own batching limits: "
+            f"{'; '.join(hidden)} (written values win over a profile's; leave "
+            "max_num_batched_tokens and max_num_seqs out to compare each engine at its own)"
+        )
+    return notes
+
+
+def _hidden_batching(resolved: dict[str, Any], variants: list[str]) -> list[str]:
+    """Each engine whose profile's batching limits the scenario's written ones replaced: the
+    profile fills them only where nothing is written, so limits that differ from the profile's
+    were written (compared by value: a checked scenario states the filled ones as written)."""
+    found: dict[str, str] = {}
+    for variant in variants:
+        for pool in pools_of(resolved[variant].cluster):
+            engine = getattr(pool, "engine", None)
+            if engine is None:
+                continue
+            own = profile_defaults(engine, getattr(pool, "gpu", None))
+            mine = (
+                getattr(pool, "max_num_batched_tokens", None),
+                getattr(pool, "max_num_seqs", None),
+            )
+            if "max_num_batched_tokens" not in own or None in mine:
+                continue  # SGLang and vLLM 0.6 keep simsched's own limits
+            theirs = (own["max_num_batched_tokens"], own["max_num_seqs"])
+            if mine != theirs:
+                found.setdefault(
+                    _name(engine),
+                    f"{_name(engine)} runs {mine[0]} tokens and {mine[1]} sequences, not its "
+                    f"profile's {theirs[0]} / {theirs[1]}",
+                )
+    return list(found.values())
 
 
 def _named(label: str, engine: str) -> str:

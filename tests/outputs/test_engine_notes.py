@@ -38,3 +38,29 @@ def test_a_label_that_says_its_engine_is_not_repeated():
     resolved = {"vllm": variant("vllm"), "cluster.engine=sglang": variant("sglang")}
     (note,) = engine_notes(resolved, ["vllm", "cluster.engine=sglang"])
     assert note.startswith("engines compared (vllm, cluster.engine=sglang): ")
+
+
+def test_written_batching_limits_that_hide_a_profiles_are_said():
+    # vLLM V1 serves with 8192 tokens and 1024 sequences on an H100, TensorRT-LLM with 8192 and
+    # 2048, SGLang keeps simsched's own: a scenario's written 2048 / 256 runs all three at 2048 /
+    # 256, so the comparison is not of the engines' own limits
+    from simsched.config.loading import validate
+
+    def cluster(engine: str, **limits: int):
+        raw = {
+            "name": "t",
+            "tenants": [{"id": "a", "arrivals": {"kind": "periodic", "interval_ms": 1, "count": 1},
+                         "prefill_tokens": 1, "decode_tokens": 1}],
+            "cluster": {"service_model": "continuous_batching", "engine": engine, **limits},
+        }  # fmt: skip
+        return validate(raw, "t")
+
+    written = {"max_num_batched_tokens": 2048, "max_num_seqs": 256}
+    resolved = {e: cluster(e, **written) for e in ("vllm", "sglang", "trtllm")}
+    _, hidden = engine_notes(resolved, list(resolved))
+    assert "vllm runs 2048 tokens and 256 sequences, not its profile's 8192 / 1024" in hidden
+    assert "trtllm runs 2048 tokens and 256 sequences, not its profile's 8192 / 2048" in hidden
+    assert "sglang" not in hidden.split(" (written values")[0]
+    # left out, each engine runs its own: one note only
+    own = {e: cluster(e) for e in ("vllm", "sglang", "trtllm")}
+    assert len(engine_notes(own, list(own))) == 1

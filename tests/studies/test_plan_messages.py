@@ -186,16 +186,19 @@ def test_a_plan_over_engines_says_their_comparison_is_unvalidated() -> None:
     slos = [f"{TTFT}<=100000"]
     engines = plan(scenario, "cluster.replicas", "1:2", slos, overrides=short, headroom=False,
                    over={"cluster.engine": ["vllm", "sglang"]})  # fmt: skip
-    (note,) = [n for n in engines.notes if n.startswith("engines compared")]
+    (note,) = [n for n in engines.notes if n.startswith("engines compared (")]
     assert note.startswith("engines compared (vllm, sglang): ")
     assert "unvalidated" in note and "29.3%" in note
+    # the scenario writes 2048 / 256, which replace vLLM's own 8192 / 1024 on an H100
+    (limits,) = [n for n in engines.notes if n.startswith("engines compared at")]
+    assert "vllm runs 2048 tokens and 256 sequences, not its profile's 8192 / 1024" in limits
     gpus = {"cluster.gpu": ["a100-80gb", "h100-80gb"]}
     one = plan(scenario, "cluster.replicas", "1:2", slos, overrides=short, headroom=False,
                over=gpus)  # fmt: skip
     assert not any(n.startswith("engines compared") for n in one.notes)
     both = plan(scenario, "cluster.replicas", "1:2", slos, overrides=short, headroom=False,
                 over={**gpus, "cluster.engine": ["trtllm", "sglang"]})  # fmt: skip
-    (note,) = [n for n in both.notes if n.startswith("engines compared")]
+    (note,) = [n for n in both.notes if n.startswith("engines compared (")]
     assert note.startswith("engines compared (trtllm, sglang): ")  # each engine once
 
 
