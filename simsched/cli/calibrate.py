@@ -15,6 +15,7 @@ from simsched.errors import InputError
 if TYPE_CHECKING:  # the library loads when the command runs, so `--help` stays fast
     from simsched.studies.calibration.areas import Area, AreaSummary
     from simsched.studies.calibration.fit import Calibration
+    from simsched.studies.calibration.spec import CalibrationFile
 
 
 def calibrate_command(
@@ -105,6 +106,10 @@ def render(result: Calibration) -> str:
                 notes.append(f"only {count} of the {len(spec.cases)} cases: {first}, ...")
         if j in starts:  # the start is the command line's, not the file's
             notes.append(f"start {setting.initial:.4g} from --set" if result.fit else "from --set")
+            others = _unreached(spec, setting.path)
+            if others:  # docs/calibration.md: there the flag is a plain one
+                who = "the other case gets" if others == 1 else f"the other {others} get"
+                notes.append(f"{who} the --set as a plain flag")
         only = f"   # {'; '.join(notes)}" if notes else ""
         lines.append(f"  {setting.path}={value:.4g}{only}")
     plain = spec.command_line.plain(spec.settings)
@@ -121,6 +126,16 @@ def render(result: Calibration) -> str:
     if spec.case_areas:
         lines += _by_area(spec.areas, spec.case_areas, labels, before_errors, after_errors)
     return "\n".join(lines)
+
+
+def _unreached(spec: CalibrationFile, path: str) -> int:
+    """Cases no setting on `path` (or one inside it) reaches: a `--set` on the path gives them
+    its value as a plain flag, beside the settings' starts."""
+    from simsched.config.overrides import overlapping
+    from simsched.studies.calibration.spec import applies
+
+    reaching = [s for s in spec.settings if overlapping(s.path, path)]
+    return sum(not any(applies(s, case.name) for s in reaching) for case in spec.cases)
 
 
 def _against(summary: AreaSummary) -> str:

@@ -290,15 +290,19 @@ def test_a_settings_cases_are_said_as_a_subset_or_not_at_all(tmp_path: Path, sim
     restricted to every case (as calibration/moe_experts.yaml writes them) needs no note."""
     path = calibration_file(tmp_path, {"prefill": 900.0, "lone_decode": 8.0, "batch_decode": 20.0})
     spec = yaml.safe_load(path.read_text(encoding="utf-8"))
-    spec["settings"] = [s for s in spec["settings"] if s["path"] == LM + "overhead_ms"]
+    overhead, memory = (
+        next(s for s in spec["settings"] if s["path"] == LM + key)
+        for key in ("overhead_ms", "memory_efficiency")
+    )
     names = [c["name"] for c in spec["cases"]]
     spec["settings"] = [
-        {**spec["settings"][0], "cases": names[1:]},
-        {**spec["settings"][0], "cases": names, "name": "everywhere"},
+        {**overhead, "cases": names[1:]},
+        {**memory, "cases": names, "name": "everywhere"},
     ]
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
     code, out, _ = simsched_cli("calibrate", str(path), "--no-fit")
     assert code in (0, None)
-    lines = [line for line in out.splitlines() if line.startswith(f"  {LM}overhead_ms=")]
-    assert lines[0].endswith(f"# only {len(names) - 1} of the {len(names)} cases: {names[1]}, ...")
-    assert lines[1].endswith("# everywhere")
+    (some,) = [line for line in out.splitlines() if line.startswith(f"  {LM}overhead_ms=")]
+    assert some.endswith(f"# only {len(names) - 1} of the {len(names)} cases: {names[1]}, ...")
+    (every,) = [line for line in out.splitlines() if line.startswith(f"  {LM}memory_efficiency=")]
+    assert every.endswith("# everywhere")
