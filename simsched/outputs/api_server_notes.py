@@ -26,8 +26,8 @@ QUEUED_SHARE = 0.1
 # a front end busy this share of the time or more is saturated: it sets the throughput
 SATURATED_SHARE = 0.9
 WAITED_SERVICES = 2.0
-# a GPU still giving first tokens this share of the API server's busy window after the server's
-# last request is through was behind the server: it, not the server, set the pace
+# a GPU that queued the requests of the API server's last busy period for this share of it was
+# behind the server: it, not the server, set the pace
 LAG_SHARE = 0.1
 
 # What the published short-prompt runs say of each served profile's per-request time
@@ -90,25 +90,38 @@ class Queueing:
     wait: float  # mean wait for a free API-server process
     ttft: float  # its requests' mean TTFT
     busy: float  # the processes' busy share from the first dispatch to the last inbound end
-    window: float  # that span, ms
-    lag: float  # ms from the last inbound end to the last first token: the GPU's backlog
+    window: float  # the processes' last busy period, ms: from when they were last all idle
+    lag: float  # ms the GPU queued a request of that period beyond its quickest (its backlog)
 
 
 def _queueing(spec: Any, rows: pd.DataFrame) -> Queueing:
-    """A replica's front-end queue replayed over its requests (`Queueing`)."""
+    """A replica's front-end queue replayed over its requests (`Queueing`). The GPU's part of a
+    request is from its inbound job's end to its first token; the spread of that part over the
+    processes' last busy period is the GPU's queueing, its backlog behind the front end (the
+    quickest request's part, which the GPU takes with no queue, is the baseline)."""
     ordered = rows.sort_values(["dispatch_ms", "request_id"], kind="stable")
     processes = FifoProcesses(spec.processes)
     waits = busy = 0.0
-    for dispatch, prompt in zip(ordered["dispatch_ms"], ordered["prefill_tokens"], strict=True):
+    period_start, period_first = float(ordered["dispatch_ms"].iloc[0]), 0
+    ends: list[float] = []
+    for i, (dispatch, prompt) in enumerate(
+        zip(ordered["dispatch_ms"], ordered["prefill_tokens"], strict=True)
+    ):
+        if dispatch >= max(processes.free_at):  # every process idle: a new busy period
+            period_start, period_first = float(dispatch), i
         service = inbound_ms(spec, int(prompt))
-        waits += processes.serve(dispatch, service) - service - dispatch
+        end = processes.serve(dispatch, service)
+        waits += end - service - dispatch
         busy += service
-    end = max(processes.free_at)
-    span = end - float(ordered["dispatch_ms"].iloc[0])
+        ends.append(end)
+    last_end = max(processes.free_at)
+    span = last_end - float(ordered["dispatch_ms"].iloc[0])
     share = busy / (spec.processes * span) if span > 0 else 1.0
-    last_token = float((ordered["arrival_ms"] + ordered["ttft_ms"]).max())
+    first_token = (ordered["arrival_ms"] + ordered["ttft_ms"]).to_numpy(dtype=float)
+    gpu_part = first_token[period_first:] - ends[period_first:]
+    lag = float(gpu_part.max() - gpu_part.min())
     mean_ttft = float(ordered["ttft_ms"].mean())
-    return Queueing(waits / len(ordered), mean_ttft, share, span, max(0.0, last_token - end))
+    return Queueing(waits / len(ordered), mean_ttft, share, last_end - period_start, lag)
 
 
 def ceiling_per_s(spec: Any, prompt_tokens: float) -> float | None:
@@ -138,7 +151,7 @@ def _note(
         f"{wait:,.0f} ms on average for a free process ({wait / ttft:.0%} of their mean TTFT), "
         f"with {processes} at {service:.1f} ms a request busy "
         f"{busy:.0%} of the time (a ceiling of {ceiling:.1f} requests/s a replica), "
-        f"{_verdict(queue, service)}"
+        f"{_verdict(queue, service, spec.per_output_token_us > 0)}"
     )
     engine = getattr(getattr(cluster, "engine", None), "name", None)
     if engine in PROFILE_CHECKS and _is_the_profiles(spec, engine):
@@ -154,24 +167,30 @@ def _note(
 MORE = "more processes (cluster.frontend.processes, vLLM's --api-server-count)"
 
 
-def _verdict(queue: Queueing, service: float) -> str:
+def _verdict(queue: Queueing, service: float, outbound: bool) -> str:
     """Whether the front end caps the run: its processes saturated over the replica's run, or
     for stretches (a mean wait of two services or more is a queue an M/D/1 server reaches only
     above 80% load, which a burst does at any mean load), while the GPU kept up with what they
-    passed on. A GPU still serving a backlog long after the API server's last request (LAG_SHARE
-    of the server's busy window or more) sets the pace whatever the processes: with more of
-    them its requests would wait in the GPU's queue instead."""
+    passed on. A GPU that queued requests of the processes' last busy period for LAG_SHARE of
+    it or more was behind them and sets the pace whatever the processes: with more of them its
+    requests would wait in the GPU's queue instead. Outbound jobs, not replayed, delay first
+    tokens too, so with them the replay cannot tell the two apart."""
     if queue.busy < SATURATED_SHARE and queue.wait < WAITED_SERVICES * service:
         return (
             f"which adds to TTFT but does not cap throughput; {MORE} or more replicas take the "
             "queue away"
         )
+    if outbound:
+        return (
+            "so throughput and TTFT here are bound by the front end or by the GPU (its outbound "
+            f"jobs, not replayed, hide which); {MORE} or more replicas take the queue away"
+        )
     if queue.lag >= LAG_SHARE * queue.window:
         return (
-            f"but the GPU sets the pace: it gave its last first token {queue.lag:,.0f} ms after "
-            f"the API server's last request was through ({queue.lag / queue.window:.0%} of the "
-            f"server's {queue.window:,.0f} ms), so {MORE} would move this wait into the GPU's "
-            "queue; more replicas take it away"
+            f"but the GPU sets the pace: it queued requests up to {queue.lag:,.0f} ms beyond its "
+            f"quickest ({queue.lag / queue.window:.0%} of the server's last {queue.window:,.0f} "
+            f"ms busy), so {MORE} would move this wait into the GPU's queue; more replicas take "
+            "it away"
         )
     return (
         "so throughput and TTFT here are bound by the front end, not by the GPU alone; "
