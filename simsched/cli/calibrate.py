@@ -108,7 +108,7 @@ def render(result: Calibration) -> str:
             notes.append(f"start {setting.initial:.4g} from --set" if result.fit else "from --set")
             others = _unreached(spec, setting.path)
             if others:  # docs/calibration.md: there the flag is a plain one
-                who = "the other case gets" if others == 1 else f"the other {others} get"
+                who = "1 case gets" if others == 1 else f"{others} cases get"
                 notes.append(f"{who} the --set as a plain flag")
         only = f"   # {'; '.join(notes)}" if notes else ""
         lines.append(f"  {setting.path}={value:.4g}{only}")
@@ -129,13 +129,15 @@ def render(result: Calibration) -> str:
 
 
 def _unreached(spec: CalibrationFile, path: str) -> int:
-    """Cases no setting on `path` (or one inside it) reaches: a `--set` on the path gives them
-    its value as a plain flag, beside the settings' starts."""
+    """Cases that get a `--set` on `path` as a plain flag (those no setting on it reaches, or
+    whose own `set` writes it), as the run applied it (`command_line.per_case`)."""
     from simsched.config.overrides import overlapping
-    from simsched.studies.calibration.spec import applies
 
-    reaching = [s for s in spec.settings if overlapping(s.path, path)]
-    return sum(not any(applies(s, case.name) for s in reaching) for case in spec.cases)
+    def plain(case: str) -> bool:
+        sets = spec.command_line.case_sets(case)
+        return any(overlapping(text.split("=", 1)[0], path) for text in sets)
+
+    return sum(plain(case.name) for case in spec.cases)
 
 
 def _against(summary: AreaSummary) -> str:

@@ -319,18 +319,20 @@ class ContinuousBatchingConfig(BaseModel):
             return self
         fixed = ("frontend_before_ms", "frontend_after_ms")
         fields = type(self.latency_model).model_fields
-        given = [
-            f"latency_model.{k}"
+        written = [  # (where, value)
+            (f"latency_model.{k}", getattr(self.latency_model, k))
             for k in fixed
             if k in fields and getattr(self.latency_model, k) != fields[k].default
         ]
         for gpu, overrides in self.gpu_overrides.items():
-            given += [
-                f"gpu_overrides.{gpu}.{k}" for k in fixed if getattr(overrides, k) is not None
+            written += [
+                (f"gpu_overrides.{gpu}.{k}", getattr(overrides, k))
+                for k in fixed
+                if getattr(overrides, k) is not None
             ]
         offline = self.engine is not None and self.engine.offline
-        if offline:  # no HTTP front end: a delay written as 0 says just that
-            given = [g for g in given if self._front_end_delay(g) != 0]
+        # no HTTP front end: a delay written as 0 says just that
+        given = [where for where, value in written if not (offline and value == 0)]
         if given and offline:
             raise ValueError(
                 f"{given[0]}: an offline engine (cluster.engine offline: true) has no HTTP front "
@@ -342,13 +344,6 @@ class ContinuousBatchingConfig(BaseModel):
                 "cluster.engine sets); state the front end in cluster.frontend, or drop the engine"
             )
         return self
-
-    def _front_end_delay(self, where: str) -> float:
-        """The value of a fixed front-end delay named as `_one_front_end` names it."""
-        parts = where.split(".")
-        if parts[0] == "gpu_overrides":
-            return getattr(self.gpu_overrides[parts[1]], parts[2])
-        return getattr(self.latency_model, parts[1])
 
     @model_validator(mode="after")
     def _offline_has_no_api_server(self) -> ContinuousBatchingConfig:
@@ -474,19 +469,19 @@ def _profile_budget_fits(filled: Any, added: set[str]) -> None:
     if not isinstance(filled, dict) or len({"max_num_seqs", "max_num_batched_tokens"} & added) != 1:
         return
     budget, seqs = filled.get("max_num_batched_tokens"), filled.get("max_num_seqs")
-    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (budget, seqs))
+    numbers = all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (budget, seqs))
     if not numbers or seqs <= budget:
         return  # within the budget, or a bad value its own field reports
-    if "max_num_seqs" in added:
+    if "max_num_seqs" in added:  # the budget is the user's: blame it
         raise SubfieldError(
-            "max_num_seqs",
-            f"the engine profile's {seqs} sequences exceed the max_num_batched_tokens you wrote "
-            f"({budget}); write cluster.max_num_seqs at {budget} or less as well",
+            "max_num_batched_tokens",
+            f"{budget} is below the engine profile's {seqs} sequences (each decodes a token an "
+            f"iteration); write max_num_seqs at {budget} or less as well",
         )
     raise SubfieldError(
         "max_num_seqs",
         f"must not exceed the engine profile's max_num_batched_tokens ({budget}); write "
-        f"cluster.max_num_batched_tokens at {seqs} or more as well",
+        f"max_num_batched_tokens at {seqs} or more as well",
     )
 
 

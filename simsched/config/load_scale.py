@@ -78,6 +78,8 @@ BURST_MS = 1.0
 def burst_only(scenario: Any) -> str | None:
     """Why `load_scale` cannot add load to any tenant, or None: every tenant sends a fixed count
     of periodic requests within BURST_MS, and a scale only sends that count sooner."""
+    if getattr(scenario, "trace", None) is not None:
+        return None  # a scenario's trace is time-scaled: load_scale does add load there
     spans = []
     for tenant in scenario.tenants:
         arrivals = tenant.arrivals

@@ -14,6 +14,7 @@ from typing import Any
 
 from simsched.config.engines import profile_defaults
 from simsched.config.pools import pools_of
+from simsched.config.presets import GPU_PRESETS
 
 SATURATED_ENGINE_ERROR = "29.3%"  # median of the nine EN-G7/8/9 figures, worst 109.6% (SGLang)
 
@@ -47,10 +48,10 @@ def _hidden_batching(resolved: dict[str, Any], variants: list[str]) -> list[str]
     found: dict[str, str] = {}
     for variant in variants:
         for pool in pools_of(resolved[variant].cluster):
-            engine = getattr(pool, "engine", None)
-            if engine is None:
-                continue
-            own = profile_defaults(engine, getattr(pool, "gpu", None))
+            engine, gpu = getattr(pool, "engine", None), getattr(pool, "gpu", None)
+            if engine is None or getattr(gpu, "name", None) not in GPU_PRESETS:
+                continue  # a renamed or custom GPU: the profile was read from what was written
+            own = profile_defaults(engine, gpu.name)
             mine = (
                 getattr(pool, "max_num_batched_tokens", None),
                 getattr(pool, "max_num_seqs", None),

@@ -618,6 +618,8 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
 def _cpu_clause(pool: Any) -> str:
     """Where the replica pays CPU time per sequence, speculation pays it per verified token,
     which at high load is most of what it costs (docs/moe.md, speculative decoding)."""
+    if getattr(pool, "cpu_time", None) not in (None, "serial"):
+        return ""  # overlapped or multi-step: the per-sequence time is hidden or shared
     latency = getattr(pool, "gpu_latency_model", None) or getattr(pool, "latency_model", None)
     per_seq = getattr(latency, "per_seq_ms", 0) or 0
     if per_seq <= 0:
@@ -625,7 +627,7 @@ def _cpu_clause(pool: Any) -> str:
     return (
         f"; the CPU time per sequence ({per_seq:g} ms) is charged per verified token, k + 1 a "
         "step, an assumption no published figure checks, which at high load can be most of "
-        "what speculation costs (rerun with latency_model.per_seq_ms 0 to see the GPU's part)"
+        "what speculation costs (rerun with per_seq_ms 0 to see the GPU's part)"
     )
 
 

@@ -246,11 +246,18 @@ def test_a_budget_below_the_profiles_sequences_names_where_each_came_from() -> N
     with pytest.raises(InputError) as info:
         cluster_of(engine="vllm", gpu="h100-80gb", max_num_batched_tokens=512)
     message = str(info.value)
-    assert "cluster.max_num_seqs: the engine profile's 1024 sequences exceed" in message
-    assert "max_num_batched_tokens you wrote (512)" in message
+    assert "cluster.max_num_batched_tokens: 512 is below the engine profile's 1024 sequences" in (
+        message
+    )
+    assert "write max_num_seqs at 512 or less as well" in message
     with pytest.raises(InputError) as info:
         cluster_of(engine="trtllm", max_num_batched_tokens=1024)
-    assert "the engine profile's 2048 sequences" in str(info.value)
+    assert "below the engine profile's 2048 sequences" in str(info.value)
+    # a budget that is no budget gets its own field's message, not advice to write 0 sequences
+    with pytest.raises(InputError) as info:
+        cluster_of(engine="vllm", max_num_batched_tokens=0)
+    assert "engine profile" not in str(info.value)
+    assert "max_num_batched_tokens" in str(info.value)
     # the other way round: vLLM on an A100 budgets 2048 tokens
     with pytest.raises(InputError) as info:
         cluster_of(engine="vllm", gpu="a100-80gb", max_num_seqs=4096)
@@ -282,3 +289,14 @@ def test_an_offline_engine_has_no_api_server_to_state() -> None:
     with pytest.raises(InputError) as info:
         cluster_of(engine="vllm", latency_model=zero)
     assert "not used with an API server" in str(info.value)
+
+
+def test_an_offline_engine_refuses_a_delay_on_a_gpu_with_a_dotted_name() -> None:
+    # the delay is found by its GPU's name, which may hold dots: still one line, exit 2
+    gpu = {"preset": "h100-80gb", "name": "h100.sxm"}
+    offline = {"name": "vllm", "offline": True}
+    with pytest.raises(InputError) as info:
+        cluster_of(engine=offline, gpu=gpu, gpu_overrides={"h100.sxm": {"frontend_before_ms": 5}})
+    assert "gpu_overrides.h100.sxm.frontend_before_ms: an offline engine" in str(info.value)
+    zero = {"h100.sxm": {"frontend_before_ms": 0}}
+    assert cluster_of(engine=offline, gpu=gpu, gpu_overrides=zero).engine.offline

@@ -64,3 +64,8 @@ def test_written_batching_limits_that_hide_a_profiles_are_said():
     # left out, each engine runs its own: one note only
     own = {e: cluster(e) for e in ("vllm", "sglang", "trtllm")}
     assert len(engine_notes(own, list(own))) == 1
+    # a renamed A100 (2048 / 256 for vLLM, read from the preset name as written) is no H100:
+    # its validated name no longer says which, so no claim is made of it
+    renamed = {"preset": "a100-80gb", "name": "my-gpu"}
+    own = {e: cluster(e, gpu=renamed) for e in ("vllm", "sglang")}
+    assert len(engine_notes(own, list(own))) == 1

@@ -27,3 +27,10 @@ def test_the_cpu_time_per_verified_token_is_named_where_it_is_charged() -> None:
     no_cpu = speculative_note("cluster.latency_model={kind: roofline, per_seq_ms: 0}")
     assert "charged per verified token" not in no_cpu
     assert "other models, drafters and loads are unchecked" in no_cpu
+
+
+def test_no_cpu_clause_where_the_cpu_time_is_overlapped_or_shared_over_steps() -> None:
+    # SGLang's overlap scheduler hides the per-sequence time; vLLM 0.6's multi-step scheduling
+    # shares it over its steps: neither pays it per verified token
+    for engine in ("cluster.engine=sglang", "cluster.cpu_time=overlap"):
+        assert "charged per verified token" not in speculative_note(engine)

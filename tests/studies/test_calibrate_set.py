@@ -108,9 +108,7 @@ def test_a_flag_on_a_fitted_path_is_its_start(tmp_path: Path, simsched_cli) -> N
     # setting does not reach, gets the value as an override: max(20, 480/96) = 20 in both columns
     assert rows(out) == {"a": (10.0, 20.0), "b": (20.0, 20.0)}
     # and the label says so: b gets the flag, not the setting
-    assert (
-        f"  {MIN}=20   # only a; from --set; the other case gets the --set as a plain flag\n" in out
-    )
+    assert f"  {MIN}=20   # only a; from --set; 1 case gets the --set as a plain flag\n" in out
 
 
 def test_the_fit_starts_at_the_flag(tmp_path: Path, simsched_cli) -> None:
@@ -119,9 +117,7 @@ def test_the_fit_starts_at_the_flag(tmp_path: Path, simsched_cli) -> None:
     path = write_files(tmp_path)
     code, out, err = simsched_cli("calibrate", path, "--set", f"{MIN}=4", "--set", f"{RATE}=48")
     assert code in (0, None)
-    assert (
-        f"  {MIN}=4   # only a; start 4 from --set; the other case gets the --set as a plain" in out
-    )
+    assert f"  {MIN}=4   # only a; start 4 from --set; 1 case gets the --set as a plain" in out
     assert err.startswith("evaluation 1: the file's own settings and --set\nevaluation 2: 4\n")
 
 

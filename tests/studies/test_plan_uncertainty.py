@@ -422,3 +422,26 @@ def test_headroom_is_skipped_with_a_note_when_every_request_arrives_at_once(
     assert (result.headroom is None) == skipped and bool(said) == skipped
     if skipped:
         assert "(periodic, all within 0.005 ms)" in said[0]
+
+
+def test_a_burst_beside_a_scenario_trace_keeps_its_headroom(tmp_path) -> None:
+    """A scenario-level trace is time-scaled by load_scale: the burst tenant alone does not make
+    the whole workload unscalable."""
+    from simsched.config.load_scale import burst_only
+
+    trace = tmp_path / "trace.csv"
+    trace.write_text(
+        "arrival_ms,tenant_id,prefill_tokens,decode_tokens\n"
+        + "".join(f"{i * 100},bench,64,4\n" for i in range(20)),
+        encoding="utf-8",
+    )
+    raw = {
+        "name": "t",
+        "tenants": [{"id": "bench", "arrivals": {"kind": "periodic", "interval_ms": 0.001,
+                                                  "count": 2},
+                     "prefill_tokens": 64, "decode_tokens": 4}],
+        "cluster": {"total_kv_blocks": 1600},
+    }  # fmt: skip
+    assert burst_only(validate(raw, "t")) is not None
+    with_trace = validate({**raw, "trace": {"path": str(trace)}}, "t")
+    assert burst_only(with_trace) is None
