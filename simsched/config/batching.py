@@ -22,7 +22,6 @@ from pydantic import (
 from simsched.config import presets
 from simsched.config.autoscale import AutoscaleSpec
 from simsched.config.engines import (
-    ENGINE_RULES,
     OFFLINE_FRONTEND,
     CapacityScheduler,
     CpuTime,
@@ -491,14 +490,7 @@ def _multi_step_needs_steps(config: ContinuousBatchingConfig) -> None:
     setting that silently does nothing, so it is refused. From `engine: vllm-0.6` it stays: one
     step is vLLM 0.6's own default (`--num-scheduler-steps 1`, multi-step off)."""
     written = "cpu_time" in config.model_fields_set
-    # a checked or dumped scenario states the profile's value as if written: vLLM 0.6's own
-    profiles = config.engine is not None and ENGINE_RULES[config.engine.name][0] == "multi_step"
-    if (
-        written
-        and not profiles
-        and config.cpu_time == "multi_step"
-        and config.num_scheduler_steps == 1
-    ):
+    if written and config.cpu_time == "multi_step" and config.num_scheduler_steps == 1:
         raise SubfieldError(  # located at the setting: cluster.cpu_time
             "cpu_time",
             "multi_step amortises the CPU time over num_scheduler_steps iterations, and "

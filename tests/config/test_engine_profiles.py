@@ -300,14 +300,3 @@ def test_an_offline_engine_refuses_a_delay_on_a_gpu_with_a_dotted_name() -> None
     assert "gpu_overrides.h100.sxm.frontend_before_ms: an offline engine" in str(info.value)
     zero = {"h100.sxm": {"frontend_before_ms": 0}}
     assert cluster_of(engine=offline, gpu=gpu, gpu_overrides=zero).engine.offline
-
-
-def test_a_vllm_06_scenario_object_runs_through_the_python_api() -> None:
-    # simulate() re-checks a Scenario from its dump, where the profile's cpu_time (multi_step)
-    # reads as written beside its default one step: vLLM 0.6's own default, not a mistake
-    scenario = scenario_of(engine="vllm-0.6")
-    assert scenario.cluster.cpu_time == "multi_step" and scenario.cluster.num_scheduler_steps == 1
-    assert len(simulate(scenario).requests) == 1
-    # written without that engine, multi-step with one step is still refused
-    with pytest.raises(InputError, match="multi_step amortises the CPU time"):
-        cluster_of(cpu_time="multi_step")
