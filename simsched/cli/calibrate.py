@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from functools import partial
 from pathlib import Path
@@ -135,9 +136,15 @@ def _unreached(spec: CalibrationFile, path: str) -> int:
 
     def plain(case: str) -> bool:
         sets = spec.command_line.case_sets(case)
-        return any(overlapping(text.split("=", 1)[0], path) for text in sets)
+        return any(overlapping(_unpooled(text.split("=", 1)[0]), path) for text in sets)
 
     return sum(plain(case.name) for case in spec.cases)
+
+
+def _unpooled(path: str) -> str:
+    """A pool's copy of a cluster path (`cluster.pools[0].X`, `cluster.pools.0.X`) as the
+    cluster's (`cluster.X`): a flag on a fitted cluster path reaches every pool that way."""
+    return re.sub(r"^cluster\.pools(\[[^\]]*\]|\.[^.]+)\.", "cluster.", path)
 
 
 def _against(summary: AreaSummary) -> str:

@@ -26,9 +26,11 @@ QUEUED_SHARE = 0.1
 # a front end busy this share of the time or more is saturated: it sets the throughput
 SATURATED_SHARE = 0.9
 WAITED_SERVICES = 2.0
-# a GPU that queued the requests of the API server's last busy period for this share of it was
-# behind the server: it, not the server, set the pace
-LAG_SHARE = 0.1
+# a GPU that queued the requests of the API server's busiest stretch for this share of it, and
+# for this many inbound services (more than the jitter of waiting for the GPU's next step and
+# of prompts of different lengths), was behind the server: it, not the server, set the pace
+LAG_SHARE = 0.25
+LAG_SERVICES = 4
 
 # What the published short-prompt runs say of each served profile's per-request time
 # (engines.py; docs/engines.md, "The API server"). vLLM's comes from one GPUStack run, Qwen3-14B
@@ -90,38 +92,45 @@ class Queueing:
     wait: float  # mean wait for a free API-server process
     ttft: float  # its requests' mean TTFT
     busy: float  # the processes' busy share from the first dispatch to the last inbound end
-    window: float  # the processes' last busy period, ms: from when they were last all idle
+    window: float  # the processes' busy period with the most waiting, ms
     lag: float  # ms the GPU queued a request of that period beyond its quickest (its backlog)
 
 
 def _queueing(spec: Any, rows: pd.DataFrame) -> Queueing:
     """A replica's front-end queue replayed over its requests (`Queueing`). The GPU's part of a
-    request is from its inbound job's end to its first token; the spread of that part over the
-    processes' last busy period is the GPU's queueing, its backlog behind the front end (the
-    quickest request's part, which the GPU takes with no queue, is the baseline)."""
+    request is from its inbound job's end to its first token; over the processes' busy period
+    that held the most waiting (from when they were last all idle), the spread of that part
+    beyond the quickest request's is the GPU's queueing, its backlog behind the front end."""
     ordered = rows.sort_values(["dispatch_ms", "request_id"], kind="stable")
     processes = FifoProcesses(spec.processes)
-    waits = busy = 0.0
-    period_start, period_first = float(ordered["dispatch_ms"].iloc[0]), 0
+    busy = 0.0
+    waits: list[float] = []
     ends: list[float] = []
+    periods: list[int] = []  # the first request of each busy period
+    last_end = 0.0
     for i, (dispatch, prompt) in enumerate(
         zip(ordered["dispatch_ms"], ordered["prefill_tokens"], strict=True)
     ):
-        if dispatch >= max(processes.free_at):  # every process idle: a new busy period
-            period_start, period_first = float(dispatch), i
+        if i == 0 or dispatch >= last_end:  # every process idle: a new busy period
+            periods.append(i)
         service = inbound_ms(spec, int(prompt))
         end = processes.serve(dispatch, service)
-        waits += end - service - dispatch
-        busy += service
+        waits.append(end - service - dispatch)
         ends.append(end)
-    last_end = max(processes.free_at)
-    span = last_end - float(ordered["dispatch_ms"].iloc[0])
+        busy += service
+        last_end = max(last_end, end)
+    first_dispatch = float(ordered["dispatch_ms"].iloc[0])
+    span = last_end - first_dispatch
     share = busy / (spec.processes * span) if span > 0 else 1.0
+    bounds = list(zip(periods, [*periods[1:], len(ends)], strict=True))
+    start, stop = max(bounds, key=lambda b: sum(waits[b[0] : b[1]]))
     first_token = (ordered["arrival_ms"] + ordered["ttft_ms"]).to_numpy(dtype=float)
-    gpu_part = first_token[period_first:] - ends[period_first:]
-    lag = float(gpu_part.max() - gpu_part.min())
+    part = first_token[start:stop] - ends[start:stop]
+    window = max(ends[start:stop]) - float(ordered["dispatch_ms"].iloc[start])
     mean_ttft = float(ordered["ttft_ms"].mean())
-    return Queueing(waits / len(ordered), mean_ttft, share, last_end - period_start, lag)
+    return Queueing(
+        sum(waits) / len(waits), mean_ttft, share, window, float(part.max() - part.min())
+    )
 
 
 def ceiling_per_s(spec: Any, prompt_tokens: float) -> float | None:
@@ -171,9 +180,11 @@ def _verdict(queue: Queueing, service: float, outbound: bool) -> str:
     """Whether the front end caps the run: its processes saturated over the replica's run, or
     for stretches (a mean wait of two services or more is a queue an M/D/1 server reaches only
     above 80% load, which a burst does at any mean load), while the GPU kept up with what they
-    passed on. A GPU that queued requests of the processes' last busy period for LAG_SHARE of
-    it or more was behind them and sets the pace whatever the processes: with more of them its
-    requests would wait in the GPU's queue instead. Outbound jobs, not replayed, delay first
+    passed on. A GPU that queued the requests of the processes' busiest stretch for LAG_SHARE
+    of it or more was behind them and sets the pace whatever the processes: with more of them its
+    requests would wait in the GPU's queue instead (LAG_SERVICES keeps a steady load's jitter
+    out; the replay's order within one dispatch instant is the request ids', so the figure is
+    an estimate, and the note says "seems"). Outbound jobs, not replayed, delay first
     tokens too, so with them the replay cannot tell the two apart."""
     if queue.busy < SATURATED_SHARE and queue.wait < WAITED_SERVICES * service:
         return (
@@ -185,12 +196,12 @@ def _verdict(queue: Queueing, service: float, outbound: bool) -> str:
             "so throughput and TTFT here are bound by the front end or by the GPU (its outbound "
             f"jobs, not replayed, hide which); {MORE} or more replicas take the queue away"
         )
-    if queue.lag >= LAG_SHARE * queue.window:
+    if queue.lag >= LAG_SHARE * queue.window and queue.lag >= LAG_SERVICES * service:
         return (
-            f"but the GPU sets the pace: it queued requests up to {queue.lag:,.0f} ms beyond its "
-            f"quickest ({queue.lag / queue.window:.0%} of the server's last {queue.window:,.0f} "
-            f"ms busy), so {MORE} would move this wait into the GPU's queue; more replicas take "
-            "it away"
+            "but the GPU seems to set the pace: it queued the requests of the server's busiest "
+            f"stretch up to {queue.lag:,.0f} ms beyond its quickest "
+            f"({queue.lag / queue.window:.0%} of that stretch's {queue.window:,.0f} ms), so "
+            f"{MORE} may only move this wait into the GPU's queue; more replicas take it away"
         )
     return (
         "so throughput and TTFT here are bound by the front end, not by the GPU alone; "

@@ -51,7 +51,7 @@ def _hidden_batching(resolved: dict[str, Any], variants: list[str]) -> list[str]
             engine, gpu = getattr(pool, "engine", None), getattr(pool, "gpu", None)
             if engine is None or getattr(gpu, "name", None) not in GPU_PRESETS:
                 continue  # a renamed or custom GPU: the profile was read from what was written
-            own = profile_defaults(engine, gpu.name)
+            own = profile_defaults(engine, gpu)  # the spec: its memory, as the profile read it
             mine = (
                 getattr(pool, "max_num_batched_tokens", None),
                 getattr(pool, "max_num_seqs", None),

@@ -627,7 +627,7 @@ def _cpu_clause(pool: Any) -> str:
     return (
         f"; the CPU time per sequence ({per_seq:g} ms) is charged per verified token, k + 1 a "
         "step, an assumption no published figure checks, which at high load can be most of "
-        "what speculation costs (rerun with per_seq_ms 0 to see the GPU's part)"
+        "what speculation costs (rerun with latency_model.per_seq_ms 0 to see the GPU's part)"
     )
 
 

@@ -121,26 +121,28 @@ def gpu_backlog_case(*before: str) -> tuple[str, float]:
 
 def test_a_front_end_that_clears_its_queue_before_the_gpu_does_caps_nothing() -> None:
     # the front end clears the burst in ceil(400 / 16) = 25 rounds, 25 x 26.9 = 672.5 ms, while
-    # the GPU queues its requests for far longer than a tenth of that: the waits are real, but
-    # more processes would only move them into the GPU's queue
+    # the GPU queues its requests for over a quarter of that and over four services: the waits
+    # are real, but more processes would only move them into the GPU's queue
     note, lag = gpu_backlog_case()
-    assert lag >= 0.1 * 672.5
-    said = float(note.split("it queued requests up to ")[1].split(" ms")[0].replace(",", ""))
+    assert lag >= 0.25 * 672.5 and lag >= 4 * 26.9
+    said = float(note.split("busiest stretch up to ")[1].split(" ms")[0].replace(",", ""))
     assert abs(said - lag) <= 1  # the note's figure, by hand (the ends to within 0.1 us x 400)
     # 672.5 ms and the 16th process's first dispatch, 15 x 0.1 us later: 673 when rounded
-    assert "of the server's last 673 ms busy)" in note
-    assert "bound by the front end" not in note
-    assert "would move this wait into the GPU's queue" in note
+    assert "of that stretch's 673 ms)" in note
+    assert "but the GPU seems to set the pace" in note and "bound by the front end" not in note
+    assert "may only move this wait into the GPU's queue" in note
 
 
-def test_a_trickle_before_the_burst_does_not_hide_the_gpus_backlog() -> None:
-    # 300 requests 1 s apart first: the front end idles between them, so its last busy period
-    # is the burst's 673 ms, and the verdict is the burst's alone
-    trickle = ("{id: trickle, arrivals: {kind: periodic, interval_ms: 1000, count: 300}, "
+def test_a_trickle_around_the_burst_does_not_hide_the_gpus_backlog() -> None:
+    # 300 requests 1 s apart, before the burst and past it: the front end idles between them,
+    # so its busiest stretch (the most waiting) is the burst's 673 ms, judged alone
+    trickle = ("{id: trickle, arrivals: {kind: periodic, interval_ms: 1000, count: 600}, "
                "prefill_tokens: 64, decode_tokens: 2}")  # fmt: skip
     note, lag = gpu_backlog_case(trickle)
-    assert lag >= 0.1 * 672.5 and "but the GPU sets the pace" in note
-    assert "of the server's last 673 ms busy)" in note
+    assert lag >= 0.25 * 672.5 and "but the GPU seems to set the pace" in note
+    # the trickle's request at 300 s joins the burst: its 26.9 ms more at most
+    window = int(note.split("of that stretch's ")[1].split(" ms")[0])
+    assert 673 <= window <= 673 + 27
 
 
 def test_a_front_end_the_gpu_keeps_up_with_bounds_the_run_though_the_gpu_never_idles() -> None:
@@ -148,7 +150,7 @@ def test_a_front_end_the_gpu_keeps_up_with_bounds_the_run_though_the_gpu_never_i
     # 13.45 ms and the GPU, iterating on its few sequences all the while, gives each first token
     # soon after: the front end sets the pace (a busy GPU is not a saturated one)
     (note,) = notes_of("cluster.engine=vllm", "cluster.frontend.processes=2", count=1000)
-    assert "bound by the front end" in note and "the GPU sets the pace" not in note
+    assert "bound by the front end" in note and "the GPU seems" not in note
     # six of 512 tokens on one process: each reaches the GPU 26.9 ms after the last, which
     # serves it in less; its own time is not a backlog
     few = ("cluster.engine=vllm", "tenants[0].prefill_tokens=512")

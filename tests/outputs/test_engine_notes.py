@@ -69,3 +69,8 @@ def test_written_batching_limits_that_hide_a_profiles_are_said():
     renamed = {"preset": "a100-80gb", "name": "my-gpu"}
     own = {e: cluster(e, gpu=renamed) for e in ("vllm", "sglang")}
     assert len(engine_notes(own, list(own))) == 1
+    # an H100 given 40 GiB is a small GPU to vLLM (2048 / 256): its own limits, no note
+    small = {"preset": "h100-80gb", "memory_gib": 40}
+    own = {e: cluster(e, gpu=small) for e in ("vllm", "sglang")}
+    assert own["vllm"].cluster.max_num_batched_tokens == 2048
+    assert len(engine_notes(own, list(own))) == 1

@@ -32,5 +32,9 @@ def test_the_cpu_time_per_verified_token_is_named_where_it_is_charged() -> None:
 def test_no_cpu_clause_where_the_cpu_time_is_overlapped_or_shared_over_steps() -> None:
     # SGLang's overlap scheduler hides the per-sequence time; vLLM 0.6's multi-step scheduling
     # shares it over its steps: neither pays it per verified token
-    for engine in ("cluster.engine=sglang", "cluster.cpu_time=overlap"):
-        assert "charged per verified token" not in speculative_note(engine)
+    for sets in (
+        ("cluster.engine=sglang",),
+        ("cluster.cpu_time=overlap",),
+        ("cluster.engine=vllm-0.6", "cluster.num_scheduler_steps=8"),
+    ):
+        assert "charged per verified token" not in speculative_note(*sets)
