@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 from functools import partial
 from pathlib import Path
@@ -133,18 +132,13 @@ def _unreached(spec: CalibrationFile, path: str) -> int:
     """Cases that get a `--set` on `path` as a plain flag (those no setting on it reaches, or
     whose own `set` writes it), as the run applied it (`command_line.per_case`)."""
     from simsched.config.overrides import overlapping
+    from simsched.studies.calibration.paths import cluster_path
 
     def plain(case: str) -> bool:
         sets = spec.command_line.case_sets(case)
-        return any(overlapping(_unpooled(text.split("=", 1)[0]), path) for text in sets)
+        return any(overlapping(cluster_path(text.split("=", 1)[0]), path) for text in sets)
 
     return sum(plain(case.name) for case in spec.cases)
-
-
-def _unpooled(path: str) -> str:
-    """A pool's copy of a cluster path (`cluster.pools[0].X`, `cluster.pools.0.X`) as the
-    cluster's (`cluster.X`): a flag on a fitted cluster path reaches every pool that way."""
-    return re.sub(r"^cluster\.pools(\[[^\]]*\]|\.[^.]+)\.", "cluster.", path)
 
 
 def _against(summary: AreaSummary) -> str:

@@ -14,6 +14,7 @@ pool the scenario file declares (`per_pool`).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,13 @@ def per_pool(scenario: Path, path: str) -> list[str]:
         return [path]
     rest = path.strip()[len("cluster.") :]
     return [f"cluster.pools[{i}].{rest}" for i in range(len(pools))]
+
+
+def cluster_path(path: str) -> str:
+    """`per_pool`'s inverse: a pool's copy of a cluster path (`cluster.pools[0].X`, or
+    `cluster.pools.0.X` as a flag may write it) as the cluster's `cluster.X`; any other path as
+    it is."""
+    return re.sub(r"^cluster\.pools(\[[^\]]*\]|\.[^.]+)\.", "cluster.", path)
 
 
 def _segments(path: str) -> list[str]:
