@@ -617,7 +617,7 @@ def _notes_for(pool: Any, named: bool = False) -> list[str]:
 
 def _cpu_clause(pool: Any) -> str:
     """Where the replica pays CPU time per sequence, speculation pays it per verified token,
-    which at high load is most of what it costs (docs/moe.md, speculative decoding)."""
+    which at high load can be most of what it costs (docs/moe.md, speculative decoding)."""
     if getattr(pool, "cpu_time", None) not in (None, "serial"):
         return ""  # overlapped or multi-step: the per-sequence time is hidden or shared
     latency = getattr(pool, "gpu_latency_model", None) or getattr(pool, "latency_model", None)
